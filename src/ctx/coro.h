@@ -1,0 +1,41 @@
+/*
+ * coro.h (internal) — the coroutine record, shared with the pool layer.
+ */
+#ifndef WEFT_CORO_INTERNAL_H
+#define WEFT_CORO_INTERNAL_H
+
+#include <weft/coro.h>
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "stack.h"
+
+/* flags: anything set sends weft_coro_yield off its fast path. */
+enum {
+    WEFT__CORO_ROOT = 1u << 0,    /* a thread's own stack, not a coroutine */
+    WEFT__CORO_CANCEL = 1u << 1,  /* being destroyed: waits end -ECANCELED */
+    WEFT__CORO_CANARY = 1u << 2,  /* unguarded stack: check at switch-out  */
+};
+
+#define WEFT__CORO_NAME_MAX 32
+
+/*
+ * The record sits at the top of the coroutine's own stack mapping, so a
+ * coroutine costs one allocation and its record shares the first stack page.
+ */
+struct weft_coro {
+    void *sp;                 /* saved stack pointer while not running     */
+    _Atomic uint32_t state;   /* weft_coro_state; SUSPENDED must be 0      */
+    uint32_t flags;           /* WEFT__CORO_*; written by its owner only   */
+    struct weft_coro *resumer;/* where yield and return go                 */
+    weft_fn fn;
+    uint32_t started;         /* body entered (published by the state CAS) */
+    weft__stack stack;
+    char name[WEFT__CORO_NAME_MAX];
+};
+
+_Static_assert(WEFT_CORO_SUSPENDED == 0,
+               "the context switch publishes SUSPENDED by storing 0");
+
+#endif /* WEFT_CORO_INTERNAL_H */

@@ -1,0 +1,51 @@
+/*
+ * ctx.c — the C half of the context switch: building a fresh frame.
+ *
+ * The frame's layout is fixed by the .S file of each architecture; ctx.h
+ * holds the offsets both sides use.
+ */
+#include "ctx.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Defined in the .S file: the first code a fresh context runs. */
+extern void weft__ctx_entry(void);
+
+/* Reached only if a context's entry function returns, which would leave it
+ * with nothing to return to. */
+void weft__ctx_entry_returned(void);
+void weft__ctx_entry_returned(void)
+{
+    fputs("weft: a context's entry function returned (internal error)\n",
+          stderr);
+    abort();
+}
+
+void *weft__ctx_make(void *stack_top, weft__ctx_entry_fn entry, void *arg)
+{
+    /* When the first jump pops this frame, sp must be 16-aligned for the
+     * entry trampoline's call: that is, top itself. */
+    uintptr_t top = (uintptr_t)stack_top & ~(uintptr_t)15;
+    unsigned char *frame = (unsigned char *)(top - WEFT__CTX_FRAME);
+    void *entry_pc = (void *)weft__ctx_entry;
+
+    memset(frame, 0, WEFT__CTX_FRAME);
+    memcpy(frame + WEFT__CTX_ENTRY_FN, &entry, sizeof entry);
+    memcpy(frame + WEFT__CTX_ENTRY_ARG, &arg, sizeof arg);
+    memcpy(frame + WEFT__CTX_RET, &entry_pc, sizeof entry_pc);
+
+    /* A fresh context inherits its creator's floating-point control state,
+     * as a new thread does. */
+#if defined(__x86_64__)
+    __asm__ volatile("stmxcsr (%0)\n\tfnstcw 4(%0)"
+                     : : "r"(frame + WEFT__CTX_FP) : "memory");
+#elif defined(__aarch64__)
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    memcpy(frame + WEFT__CTX_FP, &fpcr, sizeof fpcr);
+#endif
+    return frame;
+}

@@ -1,0 +1,99 @@
+/*
+ * ctx.h — the machine context switch (internal).
+ *
+ * A suspended context is nothing but a stack pointer: the callee-saved
+ * registers and the floating-point control state sit in a frame at that
+ * address, pushed by weft__ctx_switch.  The frame layouts are described at
+ * the top of each architecture's .S file; the offsets below are the ones C
+ * needs to build a fresh frame, and the .S files include this header so the
+ * two cannot drift.
+ *
+ * Post-switch work (DESIGN.md invariant 1, "publish after save"): nothing may
+ * make a context visible to another thread until its registers are saved.
+ * Two hooks run on the destination side of a switch, after the save:
+ *   - weft__ctx_switch's `publish` word: if not NULL, the switch stores 0 to
+ *     it with release order after saving.  Coroutines use it to set their
+ *     state word to SUSPENDED (== 0), so a thread that sees SUSPENDED by an
+ *     acquire CAS also sees the saved stack pointer and frame.
+ *   - weft__ctx_switch_ontop: calls fn(arg, val) on the destination stack
+ *     before the destination continues (Boost.Context's ontop); its return
+ *     value is what the destination receives.  Used to free a finished
+ *     context's stack after leaving it, or to publish a waiter.
+ */
+#ifndef WEFT_CTX_H
+#define WEFT_CTX_H
+
+#if defined(__x86_64__)
+/* Offsets in the saved frame (see switch_x86_64_sysv.S). */
+#define WEFT__CTX_FP 0         /* mxcsr (u32), x87 control word (u16), 0 */
+#define WEFT__CTX_INBOX 8      /* where the value sent to us is stored   */
+#define WEFT__CTX_R12 16
+#define WEFT__CTX_RBX 48
+#define WEFT__CTX_RET 64
+#define WEFT__CTX_FRAME 72     /* bytes; the saved sp is 8 mod 16         */
+#define WEFT__CTX_ENTRY_FN WEFT__CTX_RBX
+#define WEFT__CTX_ENTRY_ARG WEFT__CTX_R12
+#elif defined(__aarch64__)
+/* Offsets in the saved frame (see switch_aarch64_aapcs.S). */
+#define WEFT__CTX_FP 0         /* fpcr (u64)                              */
+#define WEFT__CTX_INBOX 8
+#define WEFT__CTX_X19 16       /* x19..x28 at 16..88                      */
+#define WEFT__CTX_X20 24
+#define WEFT__CTX_X29 96       /* frame pointer                          */
+#define WEFT__CTX_RET 104      /* x30, the link register                 */
+#define WEFT__CTX_D8 112       /* d8..d15 at 112..168                     */
+#define WEFT__CTX_FRAME 176    /* bytes; the saved sp is 16-aligned       */
+#define WEFT__CTX_ENTRY_FN WEFT__CTX_X19
+#define WEFT__CTX_ENTRY_ARG WEFT__CTX_X20
+#else
+#error "weft: no context switch for this architecture"
+#endif
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+/*
+ * weft__ctx_jump - save the running context, store its stack pointer in
+ * *from_sp, and continue the context saved at to_sp.
+ *
+ * The destination's own pending weft__ctx_jump then returns `rc`, after
+ * storing `val` to the `inbox` it passed (if not NULL).  A fresh context
+ * instead starts its entry function with `val`.  If `publish` is not NULL,
+ * 0 is stored to it with release order once the save is complete.
+ *
+ * This call returns when some other context jumps back here, with what that
+ * one sent.  Callers tail-call it where they can: the switch then returns
+ * straight to their caller, with nothing left to do on this side.
+ */
+int weft__ctx_jump(void **from_sp, void *to_sp, void *val, void **inbox,
+                   uint32_t *publish, int rc);
+
+/* A post-switch action: runs on the destination stack, after the save; its
+ * result is the value the destination receives. */
+typedef void *(*weft__ctx_action)(void *arg, void *val);
+
+/*
+ * weft__ctx_jump_ontop - like weft__ctx_jump with publish NULL and rc 0,
+ * but fn(arg, val) runs on the destination stack first and its result is
+ * what the destination receives.  fn may publish the context just saved
+ * (it is complete) and may free it if it will never run again.
+ */
+int weft__ctx_jump_ontop(void **from_sp, void *to_sp, void *val, void **inbox,
+                         weft__ctx_action fn, void *arg);
+
+/*
+ * A fresh context's entry: the first jump to it calls entry(val, arg).
+ * entry must never return (it leaves by jumping away for good); if it
+ * does, the process aborts with a message.
+ */
+typedef void (*weft__ctx_entry_fn)(void *val, void *arg);
+
+/*
+ * weft__ctx_make - build a fresh context's frame below stack_top (which
+ * need not be aligned) and return its stack pointer.  The fresh context
+ * starts with the calling thread's floating-point control state.
+ */
+void *weft__ctx_make(void *stack_top, weft__ctx_entry_fn entry, void *arg);
+
+#endif /* !__ASSEMBLER__ */
+#endif /* WEFT_CTX_H */

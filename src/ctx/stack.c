@@ -1,0 +1,261 @@
+/*
+ * stack.c — guarded, pooled coroutine stacks.  See stack.h for the layout.
+ */
+#include "stack.h"
+
+#include <weft/coro.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13; older headers lack it */
+#endif
+
+enum guard_mode {
+    GUARD_MADVISE, /* MADV_GUARD_INSTALL: no VMA cost                  */
+    GUARD_MPROTECT,/* PROT_NONE page: one more VMA per stack           */
+    GUARD_CANARY,  /* no guard left to install: canary checks only     */
+};
+
+/* Downgraded once, never upgraded: relaxed is enough, each stack records
+ * what it got. */
+static _Atomic int guard_mode = GUARD_MADVISE;
+
+#define CANARY_WORDS 4
+static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
+
+/* A cached stack carries this record in its top bytes (already committed). */
+struct free_stack {
+    struct free_stack *next;
+    size_t size;
+    bool canary;
+};
+
+#define CACHE_SLOTS 16
+struct stack_cache {
+    unsigned n;
+    bool registered; /* the thread-exit destructor knows about us */
+    weft__stack slot[CACHE_SLOTS];
+};
+
+static __thread struct stack_cache tls_cache;
+
+/* The global pool: a list under a mutex.  Touched only when a thread's cache
+ * spills or runs dry, a batch at a time. */
+#define POOL_MAX 256
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct free_stack *pool_head;
+static unsigned pool_count;
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cache_key;
+
+static size_t page_size(void)
+{
+    static _Atomic size_t cached;
+    size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!p) {
+        p = (size_t)sysconf(_SC_PAGESIZE);
+        atomic_store_explicit(&cached, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+static uint64_t *canary_at(const weft__stack *s)
+{
+    /* The top of the guard page: an overflow running down out of the usable
+     * region writes here first. */
+    return (uint64_t *)((char *)s->map + page_size()) - CANARY_WORDS;
+}
+
+bool weft__stack_intact(const weft__stack *s)
+{
+    if (!s->canary)
+        return true;
+    const uint64_t *c = canary_at(s);
+    for (int i = 0; i < CANARY_WORDS; i++)
+        if (c[i] != canary_value)
+            return false;
+    return true;
+}
+
+size_t weft__stack_usable(const weft__stack *s)
+{
+    return s->size - page_size();
+}
+
+static void say_unguarded_once(void)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&said))
+        fprintf(stderr,
+                "weft: cannot install more stack guard pages (the kernel's "
+                "vm.max_map_count is reached); new coroutine stacks are "
+                "unguarded and checked by canary only. Raise "
+                "vm.max_map_count (sysctl -w vm.max_map_count=N) to keep "
+                "guards.\n");
+}
+
+/* Protect the lowest page of a fresh mapping, with the best means left. */
+static void install_guard(weft__stack *s)
+{
+    size_t guard = page_size();
+    int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
+
+    if (mode == GUARD_MADVISE) {
+        if (madvise(s->map, guard, MADV_GUARD_INSTALL) == 0)
+            return;
+        /* EINVAL: kernel older than 6.13. */
+        mode = GUARD_MPROTECT;
+        atomic_store_explicit(&guard_mode, mode, memory_order_relaxed);
+    }
+    if (mode == GUARD_MPROTECT) {
+        if (mprotect(s->map, guard, PROT_NONE) == 0)
+            return;
+        /* ENOMEM: no VMA left to split the mapping with.  Stay on mprotect
+         * (unmaps may free VMAs again) but make this one a canary stack. */
+        say_unguarded_once();
+    }
+    s->canary = true;
+    uint64_t *c = canary_at(s);
+    for (int i = 0; i < CANARY_WORDS; i++)
+        c[i] = canary_value;
+}
+
+static int map_stack(weft__stack *out, size_t size)
+{
+    void *map = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                     -1, 0);
+    if (map == MAP_FAILED)
+        return -ENOMEM;
+    /* Huge pages would commit 2 MiB per stack on first touch. */
+    (void)madvise(map, size, MADV_NOHUGEPAGE);
+    out->map = map;
+    out->size = size;
+    out->canary = false;
+    install_guard(out);
+    return 0;
+}
+
+static struct free_stack *record_of(const weft__stack *s)
+{
+    return (struct free_stack *)weft__stack_top(s) - 1;
+}
+
+/* Move up to n cached stacks from the thread cache to the global pool;
+ * unmap what the pool has no room for. */
+static void spill(struct stack_cache *c, unsigned n)
+{
+    weft__stack excess[CACHE_SLOTS];
+    unsigned nexcess = 0;
+
+    pthread_mutex_lock(&pool_lock);
+    while (n-- > 0 && c->n > 0) {
+        weft__stack s = c->slot[--c->n];
+        if (pool_count >= POOL_MAX) {
+            excess[nexcess++] = s;
+            continue;
+        }
+        struct free_stack *r = record_of(&s);
+        r->size = s.size;
+        r->canary = s.canary;
+        r->next = pool_head;
+        pool_head = r;
+        pool_count++;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    for (unsigned i = 0; i < nexcess; i++)
+        munmap(excess[i].map, excess[i].size);
+}
+
+static void cache_destructor(void *p)
+{
+    struct stack_cache *c = p;
+    spill(c, CACHE_SLOTS);
+}
+
+static void make_key(void)
+{
+    (void)pthread_key_create(&cache_key, cache_destructor);
+}
+
+/* Refill the thread cache with up to CACHE_SLOTS/2 pooled stacks of `size`. */
+static void refill(struct stack_cache *c, size_t size)
+{
+    pthread_mutex_lock(&pool_lock);
+    struct free_stack **link = &pool_head;
+    while (*link && c->n < CACHE_SLOTS / 2) {
+        struct free_stack *r = *link;
+        if (r->size != size) {
+            link = &r->next;
+            continue;
+        }
+        *link = r->next;
+        pool_count--;
+        weft__stack *s = &c->slot[c->n++];
+        s->size = r->size;
+        s->canary = r->canary;
+        s->map = (char *)(r + 1) - r->size;
+    }
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static bool cache_take(struct stack_cache *c, size_t size, weft__stack *out)
+{
+    for (unsigned i = c->n; i-- > 0;) {
+        if (c->slot[i].size == size) {
+            *out = c->slot[i];
+            c->slot[i] = c->slot[--c->n];
+            return true;
+        }
+    }
+    return false;
+}
+
+int weft__stack_alloc(weft__stack *out, size_t usable)
+{
+    size_t page = page_size();
+
+    if (usable == 0)
+        usable = WEFT_STACK_DEFAULT;
+    if (usable > WEFT__STACK_MAX)
+        return -EINVAL;
+    size_t size = ((usable + page - 1) & ~(page - 1)) + page; /* + guard */
+    if (size < 3 * page)
+        size = 3 * page; /* the coroutine record plus a little room */
+
+    struct stack_cache *c = &tls_cache;
+    if (cache_take(c, size, out))
+        return 0;
+    refill(c, size);
+    if (cache_take(c, size, out))
+        return 0;
+    return map_stack(out, size);
+}
+
+void weft__stack_free(const weft__stack *s)
+{
+    struct stack_cache *c = &tls_cache;
+
+    if (!c->registered) {
+        /* Make sure stacks cached by a thread that exits go back to the
+         * pool instead of leaking. */
+        pthread_once(&key_once, make_key);
+        if (pthread_setspecific(cache_key, c) != 0) {
+            munmap(s->map, s->size);
+            return;
+        }
+        c->registered = true;
+    }
+    if (c->n == CACHE_SLOTS)
+        spill(c, CACHE_SLOTS / 2);
+    c->slot[c->n++] = *s;
+}

@@ -1,0 +1,60 @@
+/*
+ * stack.h — coroutine stacks (internal).
+ *
+ * A stack is one anonymous mapping, reserved with MAP_NORESERVE so its pages
+ * commit only when touched, with a guard region at its low end:
+ *
+ *   map                      map + guard                       map + size
+ *   | guard (no access) ...  | usable, grows down  <--------   |
+ *
+ * The guard is installed, in order of preference, with
+ * madvise(MADV_GUARD_INSTALL) (Linux >= 6.13: no extra VMA), mprotect(PROT_NONE)
+ * (splits the mapping in two VMAs, so vm.max_map_count caps the count near
+ * 32K stacks), or not at all: then a canary at the low end of the usable
+ * region is checked each time a coroutine switches out (weft__stack_intact).
+ *
+ * Freed stacks go to a small per-thread cache (LIFO, warm), which spills to
+ * and refills from a bounded global pool, so a create/destroy cycle costs no
+ * system call.  Both keep stacks of any size; a request takes a cached stack
+ * of exactly its size.
+ *
+ * All functions may be called from any thread.
+ */
+#ifndef WEFT_STACK_H
+#define WEFT_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Largest stack we agree to reserve; larger requests are -EINVAL. */
+#define WEFT__STACK_MAX ((size_t)1 << 30)
+
+typedef struct weft__stack {
+    void *map;        /* mapping base (guard at the bottom)  */
+    size_t size;      /* whole mapping, guard included       */
+    bool canary;      /* no guard: a canary sits at map      */
+} weft__stack;
+
+/* Top of the usable region (highest address + 1). */
+static inline void *weft__stack_top(const weft__stack *s)
+{
+    return (char *)s->map + s->size;
+}
+
+/*
+ * weft__stack_alloc - get a stack with at least `usable` bytes below its top
+ * (0 means WEFT_STACK_DEFAULT); rounded up to whole pages.
+ * Returns 0, -EINVAL (usable > WEFT__STACK_MAX), -ENOMEM.
+ */
+int weft__stack_alloc(weft__stack *out, size_t usable);
+
+/* weft__stack_free - give a stack back (to the cache, or to the kernel). */
+void weft__stack_free(const weft__stack *s);
+
+/* weft__stack_intact - false if an unguarded stack's canary is broken. */
+bool weft__stack_intact(const weft__stack *s);
+
+/* Usable bytes of a stack (what the coroutine may use). */
+size_t weft__stack_usable(const weft__stack *s);
+
+#endif /* WEFT_STACK_H */
