@@ -2,11 +2,12 @@
  * coro.c — standalone stackful coroutines (Lua's model, C error codes).
  *
  * Ownership protocol (DESIGN.md invariant 3): a coroutine's state word is
- * SUSPENDED (0), RUNNING, NORMAL or DEAD.  Only a compare-exchange from
- * SUSPENDED to RUNNING lets anyone switch to a coroutine, so two threads that
- * race to resume it cannot both win: the loser sees RUNNING and gets -EBUSY.
- * The CAS is acquire: it pairs with the release that made the coroutine
- * SUSPENDED, which carries its saved stack pointer and frame.
+ * SUSPENDED (0), RUNNING, NORMAL or DEAD.  Only a claim (claim.h: SUSPENDED
+ * to RUNNING, by exactly one thread, with acquire order) lets anyone switch
+ * to a coroutine, so two threads that race to resume it cannot both win:
+ * the loser sees RUNNING and gets -EBUSY.  The claim pairs with the release
+ * that made the coroutine SUSPENDED, which carries its saved stack pointer
+ * and frame.
  *
  * Publish after save (invariant 1): a coroutine that stops running becomes
  * SUSPENDED (or DEAD) only after its registers are saved and it has left its
@@ -21,13 +22,15 @@
  * NORMAL coroutines are only touched by that thread (relaxed stores); only
  * SUSPENDED coroutines are visible to other threads.
  *
- * Thread-local state: the running coroutine lives in a thread-local pointer.
- * A coroutine may continue on another thread after any switch, and compilers
- * treat the thread pointer as constant within a function, so after a switch
- * this file reads thread-locals only through the noinline accessors below.
- * The public entry points are noinline too, so link-time optimisation cannot
- * merge the thread-local reads of two calls made on different threads.
+ * Thread-local state (struct weft__thread): a coroutine may continue on
+ * another thread after any switch, and compilers treat the thread pointer
+ * as constant within a function.  So no function here touches weft__tls
+ * after a switch it made, except through the noinline accessor below; the
+ * switches are tail calls, so most functions have no "after".  The public
+ * entry points are noinline too, so link-time optimisation cannot merge the
+ * thread-local reads of two calls made on different threads.
  */
+#include "claim.h"
 #include "coro.h"
 #include "ctx.h"
 
@@ -39,22 +42,19 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define WEFT_EXPORT __attribute__((visibility("default"), noinline))
-#define TLS_IE __attribute__((tls_model("initial-exec")))
 
-/* The running coroutine, or the thread's root record, or NULL before this
- * thread first resumed anything. */
-static __thread struct weft_coro *tls_current TLS_IE;
-/* Stands for the plain thread as a resumer: only sp and flags are used. */
-static __thread struct weft_coro tls_root TLS_IE = {.flags = WEFT__CORO_ROOT};
+/* Stands for "a plain thread that has not resumed anything yet": only its
+ * flags are ever read. */
+static struct weft_coro no_thread_root = {.flags = WEFT__CORO_ROOT};
 
-__attribute__((noinline)) static struct weft_coro *current_fresh(void)
+__thread struct weft__thread weft__tls __attribute__((tls_model(
+    "initial-exec"))) = {.current = &no_thread_root};
+
+/* For use after a switch: the thread-local block of the thread we are on
+ * now, not the one whose address the compiler computed before. */
+__attribute__((noinline)) static struct weft__thread *tls_fresh(void)
 {
-    return tls_current;
-}
-
-__attribute__((noinline)) static void set_current_fresh(struct weft_coro *c)
-{
-    tls_current = c;
+    return &weft__tls;
 }
 
 static _Noreturn void die(const struct weft_coro *co, const char *what)
@@ -96,7 +96,7 @@ static void coro_entry(void *val, void *arg)
         check_canary(co);
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
-    set_current_fresh(to);
+    tls_fresh()->current = to;
     weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
     __builtin_unreachable();
 }
@@ -104,7 +104,7 @@ static void coro_entry(void *val, void *arg)
 WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
                                  const weft_coro_opts *opts)
 {
-    static _Atomic unsigned stagger;
+    static __thread unsigned stagger;
     weft__stack stack;
 
     if (!out || !fn)
@@ -116,8 +116,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     /* The record goes at the top of the stack.  Successive coroutines put
      * it (and so their stack top) 0..7 cache lines lower, so that identical
      * stacks do not all map their hot frames to the same cache sets. */
-    unsigned k = atomic_fetch_add_explicit(&stagger, 1, memory_order_relaxed);
-    char *top = (char *)weft__stack_top(&stack) - (k % 8) * 64;
+    char *top = (char *)weft__stack_top(&stack) - (stagger++ % 8) * 64;
     struct weft_coro *co = (struct weft_coro *)(top - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
 
@@ -130,42 +129,76 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     strncpy(co->name, name, sizeof co->name - 1);
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
+    /* The creating thread usually resumes it first: let it claim fast
+     * (if it has a claim record yet). */
+    atomic_init(&co->owner, weft__tls.claimer);
     *out = co;
     return 0;
 }
 
 /*
- * Switch from the current context to co, which the caller has claimed
- * (state RUNNING).  Returns `rc` of whoever comes back to us: 0 from a
- * yield or a return, which also stored the value in *out.
+ * Switch from self, the current context, to co, which the caller has
+ * claimed.  Returns, through the switch, the `rc` of whoever comes back to
+ * us: 0 from a yield or a return, which also stored the value in *out.
  *
- * The switches below are tail calls: the context switch returns straight
- * to our caller when control comes back, with nothing left to do here.
+ * This is a tail call: when control comes back, the context switch returns
+ * straight to our caller, on this same thread (co's side restored
+ * weft__tls.current and our state).
  */
-static inline int run_claimed(struct weft_coro *co, void *in, void **out,
+static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
+                              struct weft_coro *co, void *in, void **out,
                               int rc)
 {
-    struct weft_coro *self = tls_current;
-    if (!self)
-        self = &tls_root;
     atomic_store_explicit(&self->state, WEFT_CORO_NORMAL, memory_order_relaxed);
     co->resumer = self;
-    tls_current = co;
-    /* Back here when co (or one it transferred to) yields or returns; that
-     * side restored tls_current and our state, on this same thread. */
+    t->current = co;
     return weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
+}
+
+/* Called before a thread gets its claim record, and so before any fast
+ * resume on it: a plain thread's own root record replaces the shared one. */
+void weft__thread_setup(struct weft__thread *t)
+{
+    if (t->current == &no_thread_root) {
+        t->root.flags = WEFT__CORO_ROOT;
+        t->current = &t->root;
+    }
+}
+
+static struct weft_coro *thread_self(struct weft__thread *t)
+{
+    weft__thread_setup(t);
+    return t->current;
+}
+
+/* resume off the fast path: first use on this thread, a claim from another
+ * thread than the last, no fast claims at all, or a refusal. */
+__attribute__((noinline)) static int resume_slow(weft_coro *co, void *in,
+                                                 void **out)
+{
+    if (!co)
+        return -EINVAL;
+    uint32_t seen = weft__claim_slow(co);
+    if (seen != WEFT_CORO_SUSPENDED)
+        return refused(seen);
+    struct weft__thread *t = &weft__tls;
+    return run_claimed(t, thread_self(t), co, in, out, 0);
 }
 
 WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 {
-    if (unlikely(!co))
-        return -EINVAL;
-    uint32_t seen = WEFT_CORO_SUSPENDED;
-    if (unlikely(!atomic_compare_exchange_strong_explicit(
-            &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
-            memory_order_relaxed)))
+    struct weft__thread *t = &weft__tls;
+    struct weft__claimer *me = t->claimer;
+    /* `me` is set only by a slow path that also set up t->current. */
+    if (unlikely(!co || !me))
+        return resume_slow(co, in, out);
+    uint32_t seen = weft__claim_fast(co, me);
+    if (unlikely(seen != WEFT_CORO_SUSPENDED)) {
+        if (seen == WEFT__CLAIM_NOT_OWNER)
+            return resume_slow(co, in, out);
         return refused(seen);
-    return run_claimed(co, in, out, 0);
+    }
+    return run_claimed(t, t->current, co, in, out, 0);
 }
 
 /*
@@ -186,25 +219,26 @@ static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
 __attribute__((noinline)) static int yield_slow(struct weft_coro *self,
                                                 void *out, void **in)
 {
-    if (!self || (self->flags & WEFT__CORO_ROOT))
+    if (self->flags & WEFT__CORO_ROOT)
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
     check_canary(self);
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
-    set_current_fresh(to);
+    weft__tls.current = to;
     return switch_out(self, to, out, in);
 }
 
 WEFT_EXPORT int weft_coro_yield(void *out, void **in)
 {
-    struct weft_coro *self = tls_current;
-    if (unlikely(!self || self->flags))
+    struct weft__thread *t = &weft__tls;
+    struct weft_coro *self = t->current;
+    if (unlikely(self->flags))
         return yield_slow(self, out, in);
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
-    tls_current = to;
+    t->current = to;
     return switch_out(self, to, out, in);
 }
 
@@ -212,20 +246,18 @@ WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
 {
     if (!to)
         return -EINVAL;
-    struct weft_coro *self = tls_current;
-    if (!self || (self->flags & WEFT__CORO_ROOT))
+    struct weft_coro *self = weft__tls.current;
+    if (self->flags & WEFT__CORO_ROOT)
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
-    uint32_t seen = WEFT_CORO_SUSPENDED;
-    if (!atomic_compare_exchange_strong_explicit(
-            &to->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
-            memory_order_relaxed))
+    uint32_t seen = weft__claim(to);
+    if (seen != WEFT_CORO_SUSPENDED)
         return refused(seen);
     if (self->flags & WEFT__CORO_CANARY)
         check_canary(self);
     to->resumer = self->resumer;
-    tls_current = to;
+    weft__tls.current = to;
     return switch_out(self, to, in, out);
 }
 
@@ -234,10 +266,8 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
     if (!co)
         return -EINVAL;
     /* Claim it, so nobody resumes it while we tear it down. */
-    uint32_t seen = WEFT_CORO_SUSPENDED;
-    if (!atomic_compare_exchange_strong_explicit(
-            &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
-            memory_order_relaxed)) {
+    uint32_t seen = weft__claim(co);
+    if (seen != WEFT_CORO_SUSPENDED) {
         if (seen != WEFT_CORO_DEAD)
             return -EBUSY;
         /* DEAD was published after its body left the stack (mark_dead). */
@@ -245,10 +275,11 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
     } else if (co->started) {
         /* Run it with cancellation: its pending yield/transfer and every
          * later one return -ECANCELED, so it runs to the end of its body.
-         * Since it can no longer suspend, control comes back only when it
-         * has returned. */
+         * It can no longer suspend, so control comes back here only once
+         * it has returned, on this thread. */
         co->flags |= WEFT__CORO_CANCEL;
-        run_claimed(co, NULL, NULL, -ECANCELED);
+        struct weft__thread *t = &weft__tls;
+        run_claimed(t, thread_self(t), co, NULL, NULL, -ECANCELED);
     }
     weft__stack stack = co->stack;
     weft__stack_free(&stack);
@@ -265,10 +296,8 @@ WEFT_EXPORT weft_coro_state weft_coro_status(const weft_coro *co)
 
 WEFT_EXPORT weft_coro *weft_coro_current(void)
 {
-    struct weft_coro *c = current_fresh();
-    if (!c || (c->flags & WEFT__CORO_ROOT))
-        return NULL;
-    return c;
+    struct weft_coro *c = tls_fresh()->current;
+    return (c->flags & WEFT__CORO_ROOT) ? NULL : c;
 }
 
 WEFT_EXPORT const char *weft_coro_name(const weft_coro *co)

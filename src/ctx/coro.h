@@ -24,16 +24,41 @@ enum {
  * The record sits at the top of the coroutine's own stack mapping, so a
  * coroutine costs one allocation and its record shares the first stack page.
  */
+struct weft__claimer;
+
 struct weft_coro {
     void *sp;                 /* saved stack pointer while not running     */
     _Atomic uint32_t state;   /* weft_coro_state; SUSPENDED must be 0      */
     uint32_t flags;           /* WEFT__CORO_*; written by its owner only   */
     struct weft_coro *resumer;/* where yield and return go                 */
+    /* thread that claimed it last: its fast claim path (claim.h) */
+    _Atomic(struct weft__claimer *) owner;
     weft_fn fn;
     uint32_t started;         /* body entered (published by the state CAS) */
     weft__stack stack;
     char name[WEFT__CORO_NAME_MAX];
 };
+
+/*
+ * Per-thread state, one block so the hot paths compute its address once.
+ * `current` is never NULL: until the thread first resumes something it
+ * points at a shared, read-only-in-practice record flagged ROOT, which makes
+ * yield and transfer refuse (-EPERM) without a NULL test.  The first resume
+ * on a thread (slow path) points it at the thread's own `root`.
+ * After a switch, code may be on another thread: read this block afresh
+ * (see coro.c), never through an address computed before the switch.
+ */
+struct weft__thread {
+    struct weft_coro *current;       /* running coroutine, or a root     */
+    struct weft__claimer *claimer;   /* fast-claim record (claim.h)      */
+    struct weft_coro root;           /* this thread as a resumer         */
+};
+
+extern __thread struct weft__thread weft__tls
+    __attribute__((tls_model("initial-exec")));
+
+/* Give the calling thread its own root record (idempotent). */
+void weft__thread_setup(struct weft__thread *t);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");

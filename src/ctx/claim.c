@@ -1,0 +1,130 @@
+/*
+ * claim.c — the slow half of the claim protocol and the per-thread claim
+ * records.  The protocol and its proof are at the top of claim.h.
+ */
+#include "claim.h"
+
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static bool membarrier_ok;
+static pthread_key_t exit_key;
+
+/* Records are never freed: a slow claim may read the record of a thread
+ * that has just exited.  An exited thread's record is recycled; a thread
+ * that inherits it inherits fast ownership of the coroutines the old one
+ * claimed last, which is harmless since the old thread is gone. */
+static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft__claimer *free_records;
+
+static void record_release(void *p)
+{
+    struct weft__claimer *r = p;
+    pthread_mutex_lock(&records_lock);
+    r->next_free = free_records;
+    free_records = r;
+    pthread_mutex_unlock(&records_lock);
+}
+
+static void setup(void)
+{
+    long ok = syscall(SYS_membarrier,
+                      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+    if (ok == 0 && pthread_key_create(&exit_key, record_release) == 0)
+        membarrier_ok = true;
+}
+
+struct weft__claimer *weft__claimer_get(void)
+{
+    struct weft__claimer *r = weft__tls.claimer;
+    if (r)
+        return r;
+    pthread_once(&setup_once, setup);
+    if (!membarrier_ok)
+        return NULL;
+    /* The fast resume path relies on this: a thread with a record has its
+     * own root record. */
+    weft__thread_setup(&weft__tls);
+
+    pthread_mutex_lock(&records_lock);
+    r = free_records;
+    if (r)
+        free_records = r->next_free;
+    pthread_mutex_unlock(&records_lock);
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return NULL; /* this thread claims the slow way */
+    }
+    if (pthread_setspecific(exit_key, r) != 0) {
+        record_release(r);
+        return NULL;
+    }
+    weft__tls.claimer = r;
+    return r;
+}
+
+static void pause_briefly(unsigned *spins)
+{
+    if (++*spins < 64) {
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ volatile("yield");
+#endif
+    } else {
+        sched_yield(); /* the other party may have been preempted */
+    }
+}
+
+uint32_t weft__claim_slow(struct weft_coro *co)
+{
+    struct weft__claimer *me = weft__claimer_get();
+    uint32_t seen = WEFT_CORO_SUSPENDED;
+
+    if (!membarrier_ok) {
+        /* No fast claims exist anywhere: the CAS alone decides. */
+        atomic_compare_exchange_strong_explicit(
+            &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
+            memory_order_relaxed);
+        return seen;
+    }
+
+    /* Serialise slow claims of co and stop new fast ones. */
+    unsigned spins = 0;
+    struct weft__claimer *o =
+        atomic_load_explicit(&co->owner, memory_order_acquire);
+    for (;;) {
+        if (o == WEFT__CLAIM_LOCKED) {
+            pause_briefly(&spins);
+            o = atomic_load_explicit(&co->owner, memory_order_acquire);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(
+                &co->owner, &o, WEFT__CLAIM_LOCKED, memory_order_acq_rel,
+                memory_order_acquire))
+            break;
+    }
+
+    /* A fast claim by the owner may be in flight: make its claiming store
+     * visible to us (or our LOCKED visible to it), then let it finish. */
+    if (o != NULL && o != me) {
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        spins = 0;
+        while (atomic_load_explicit(&o->claiming, memory_order_acquire) == co)
+            pause_briefly(&spins);
+    }
+
+    bool won = atomic_compare_exchange_strong_explicit(
+        &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
+        memory_order_relaxed);
+    atomic_store_explicit(&co->owner, won && me ? me : o,
+                          memory_order_release);
+    return seen;
+}
