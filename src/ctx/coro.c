@@ -120,13 +120,19 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     struct weft_coro *co = (struct weft_coro *)(top - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
 
-    memset(co, 0, sizeof *co);
+    /* Every field is set here: no memset on the create path. */
+    co->resumer = NULL;
     co->fn = fn;
+    co->started = 0;
     co->stack = stack;
-    if (stack.canary)
-        co->flags |= WEFT__CORO_CANARY;
-    const char *name = opts && opts->name ? opts->name : "coro";
-    strncpy(co->name, name, sizeof co->name - 1);
+    co->flags = stack.canary ? WEFT__CORO_CANARY : 0;
+    co->name = "coro";
+    if (opts && opts->name) {
+        size_t n = strnlen(opts->name, sizeof co->name_buf - 1);
+        memcpy(co->name_buf, opts->name, n);
+        co->name_buf[n] = '\0';
+        co->name = co->name_buf;
+    }
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast

@@ -36,7 +36,8 @@ struct weft_coro {
     weft_fn fn;
     uint32_t started;         /* body entered (published by the state CAS) */
     weft__stack stack;
-    char name[WEFT__CORO_NAME_MAX];
+    const char *name;         /* name_buf, or a static default            */
+    char name_buf[WEFT__CORO_NAME_MAX];
 };
 
 /*

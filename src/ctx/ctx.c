@@ -32,7 +32,16 @@ void *weft__ctx_make(void *stack_top, weft__ctx_entry_fn entry, void *arg)
     unsigned char *frame = (unsigned char *)(top - WEFT__CTX_FRAME);
     void *entry_pc = (void *)weft__ctx_entry;
 
-    memset(frame, 0, WEFT__CTX_FRAME);
+    /* Only what the first switch uses is set; the other callee-saved
+     * slots are loaded into registers the entry does not read. */
+    void *zero = NULL;
+    memcpy(frame + WEFT__CTX_INBOX, &zero, sizeof zero);
+#if defined(__x86_64__)
+    memcpy(frame + WEFT__CTX_FP, &zero, sizeof zero); /* pad bytes too */
+    memcpy(frame + WEFT__CTX_RBP, &zero, sizeof zero); /* ends frame chains */
+#elif defined(__aarch64__)
+    memcpy(frame + WEFT__CTX_X29, &zero, sizeof zero);
+#endif
     memcpy(frame + WEFT__CTX_ENTRY_FN, &entry, sizeof entry);
     memcpy(frame + WEFT__CTX_ENTRY_ARG, &arg, sizeof arg);
     memcpy(frame + WEFT__CTX_RET, &entry_pc, sizeof entry_pc);

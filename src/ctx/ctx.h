@@ -29,6 +29,7 @@
 #define WEFT__CTX_INBOX 8      /* where the value sent to us is stored   */
 #define WEFT__CTX_R12 16
 #define WEFT__CTX_RBX 48
+#define WEFT__CTX_RBP 56
 #define WEFT__CTX_RET 64
 #define WEFT__CTX_FRAME 72     /* bytes; the saved sp is 8 mod 16         */
 #define WEFT__CTX_ENTRY_FN WEFT__CTX_RBX

@@ -35,17 +35,14 @@ static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
 struct free_stack {
     struct free_stack *next;
     size_t size;
+    size_t asked;
     bool canary;
 };
 
-#define CACHE_SLOTS 16
-struct stack_cache {
-    unsigned n;
-    bool registered; /* the thread-exit destructor knows about us */
-    weft__stack slot[CACHE_SLOTS];
-};
+#define CACHE_SLOTS WEFT__STACK_CACHE_SLOTS
 
-static __thread struct stack_cache tls_cache;
+__thread struct weft__stack_cache weft__stack_cache
+    __attribute__((tls_model("initial-exec")));
 
 /* The global pool: a list under a mutex.  Touched only when a thread's cache
  * spills or runs dry, a batch at a time. */
@@ -152,7 +149,7 @@ static struct free_stack *record_of(const weft__stack *s)
 
 /* Move up to n cached stacks from the thread cache to the global pool;
  * unmap what the pool has no room for. */
-static void spill(struct stack_cache *c, unsigned n)
+static void spill(struct weft__stack_cache *c, unsigned n)
 {
     weft__stack excess[CACHE_SLOTS];
     unsigned nexcess = 0;
@@ -166,6 +163,7 @@ static void spill(struct stack_cache *c, unsigned n)
         }
         struct free_stack *r = record_of(&s);
         r->size = s.size;
+        r->asked = s.asked;
         r->canary = s.canary;
         r->next = pool_head;
         pool_head = r;
@@ -178,7 +176,7 @@ static void spill(struct stack_cache *c, unsigned n)
 
 static void cache_destructor(void *p)
 {
-    struct stack_cache *c = p;
+    struct weft__stack_cache *c = p;
     spill(c, CACHE_SLOTS);
 }
 
@@ -188,7 +186,7 @@ static void make_key(void)
 }
 
 /* Refill the thread cache with up to CACHE_SLOTS/2 pooled stacks of `size`. */
-static void refill(struct stack_cache *c, size_t size)
+static void refill(struct weft__stack_cache *c, size_t size)
 {
     pthread_mutex_lock(&pool_lock);
     struct free_stack **link = &pool_head;
@@ -202,13 +200,15 @@ static void refill(struct stack_cache *c, size_t size)
         pool_count--;
         weft__stack *s = &c->slot[c->n++];
         s->size = r->size;
+        s->asked = r->asked;
         s->canary = r->canary;
         s->map = (char *)(r + 1) - r->size;
     }
     pthread_mutex_unlock(&pool_lock);
 }
 
-static bool cache_take(struct stack_cache *c, size_t size, weft__stack *out)
+static bool cache_take(struct weft__stack_cache *c, size_t size,
+                       weft__stack *out)
 {
     for (unsigned i = c->n; i-- > 0;) {
         if (c->slot[i].size == size) {
@@ -220,9 +220,12 @@ static bool cache_take(struct stack_cache *c, size_t size, weft__stack *out)
     return false;
 }
 
-int weft__stack_alloc(weft__stack *out, size_t usable)
+/* A cached stack of the same mapping size serves any request that rounds to
+ * it; the fast path in stack.h only matches the exact request. */
+int weft__stack_alloc_slow(weft__stack *out, size_t usable)
 {
     size_t page = page_size();
+    size_t asked = usable;
 
     if (usable == 0)
         usable = WEFT_STACK_DEFAULT;
@@ -232,18 +235,22 @@ int weft__stack_alloc(weft__stack *out, size_t usable)
     if (size < 3 * page)
         size = 3 * page; /* the coroutine record plus a little room */
 
-    struct stack_cache *c = &tls_cache;
-    if (cache_take(c, size, out))
-        return 0;
-    refill(c, size);
-    if (cache_take(c, size, out))
-        return 0;
-    return map_stack(out, size);
+    struct weft__stack_cache *c = &weft__stack_cache;
+    if (!cache_take(c, size, out)) {
+        refill(c, size);
+        if (!cache_take(c, size, out)) {
+            int err = map_stack(out, size);
+            if (err)
+                return err;
+        }
+    }
+    out->asked = asked;
+    return 0;
 }
 
-void weft__stack_free(const weft__stack *s)
+void weft__stack_free_slow(const weft__stack *s)
 {
-    struct stack_cache *c = &tls_cache;
+    struct weft__stack_cache *c = &weft__stack_cache;
 
     if (!c->registered) {
         /* Make sure stacks cached by a thread that exits go back to the

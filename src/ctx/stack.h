@@ -32,8 +32,23 @@
 typedef struct weft__stack {
     void *map;        /* mapping base (guard at the bottom)  */
     size_t size;      /* whole mapping, guard included       */
+    size_t asked;     /* the size it was allocated for (cache key) */
     bool canary;      /* no guard: a canary sits at map      */
 } weft__stack;
+
+/* The per-thread cache of free stacks (LIFO).  Its fast paths are inline
+ * below; stack.c does the rest. */
+#define WEFT__STACK_CACHE_SLOTS 16
+struct weft__stack_cache {
+    unsigned n;
+    bool registered;  /* the thread-exit destructor knows about it */
+    weft__stack slot[WEFT__STACK_CACHE_SLOTS];
+};
+extern __thread struct weft__stack_cache weft__stack_cache
+    __attribute__((tls_model("initial-exec")));
+
+int weft__stack_alloc_slow(weft__stack *out, size_t usable);
+void weft__stack_free_slow(const weft__stack *s);
 
 /* Top of the usable region (highest address + 1). */
 static inline void *weft__stack_top(const weft__stack *s)
@@ -46,10 +61,27 @@ static inline void *weft__stack_top(const weft__stack *s)
  * (0 means WEFT_STACK_DEFAULT); rounded up to whole pages.
  * Returns 0, -EINVAL (usable > WEFT__STACK_MAX), -ENOMEM.
  */
-int weft__stack_alloc(weft__stack *out, size_t usable);
+static inline int weft__stack_alloc(weft__stack *out, size_t usable)
+{
+    struct weft__stack_cache *c = &weft__stack_cache;
+    /* The most recently freed stack is the warmest, and in a create/
+     * destroy loop it was asked for with the same size. */
+    if (__builtin_expect(c->n != 0, 1) && c->slot[c->n - 1].asked == usable) {
+        *out = c->slot[--c->n];
+        return 0;
+    }
+    return weft__stack_alloc_slow(out, usable);
+}
 
 /* weft__stack_free - give a stack back (to the cache, or to the kernel). */
-void weft__stack_free(const weft__stack *s);
+static inline void weft__stack_free(const weft__stack *s)
+{
+    struct weft__stack_cache *c = &weft__stack_cache;
+    if (__builtin_expect(c->registered && c->n < WEFT__STACK_CACHE_SLOTS, 1))
+        c->slot[c->n++] = *s;
+    else
+        weft__stack_free_slow(s);
+}
 
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */
 bool weft__stack_intact(const weft__stack *s);
