@@ -1,0 +1,99 @@
+/*
+ * wl_switch.c — ns per one-way context switch.
+ *
+ * Two contexts on one thread ping-pong N round trips: main resumes the
+ * coroutine, the coroutine yields back.  A round trip is two one-way
+ * switches, so the figure is elapsed / (2N).  It includes what a user pays
+ * around the switch itself (the call into weft_coro_resume/yield, the state
+ * CAS, passing one value each way), which is the number that matters when
+ * comparing with Boost.Context's resume() or swapcontext.
+ *
+ * Check: a counter travels through the switch.  Main sends v, the coroutine
+ * answers v + 1, main sends that back; after N round trips the value has
+ * grown by exactly N, which fails if any switch lost or duplicated a value.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include <weft/coro.h>
+
+#include "clock.h"
+#include "workloads.h"
+
+/* The pong side: answer every value with value + 1 until destroyed. */
+static void *switch_body(void *arg)
+{
+    uintptr_t v = (uintptr_t)arg;
+    void *in;
+
+    /* yield returns -ECANCELED when weft_coro_destroy unwinds us. */
+    while (weft_coro_yield((void *)(v + 1), &in) == 0)
+        v = (uintptr_t)in;
+    return NULL;
+}
+
+static int switch_weft(const bench_params *p, bench_sample *out)
+{
+    weft_coro *co;
+    void *v;
+    uintptr_t start;
+    uint64_t t0, t1, i;
+    int rc;
+
+    rc = weft_coro_create(&co, switch_body, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "switch: weft_coro_create: %s\n", weft_strerror(rc));
+        return rc;
+    }
+    /* The first resume enters the body (a different path from a switch);
+     * keep it out of the timed loop. */
+    rc = weft_coro_resume(co, (void *)(uintptr_t)0, &v);
+    if (rc != 0) {
+        fprintf(stderr, "switch: first resume: %s\n", weft_strerror(rc));
+        weft_coro_destroy(co);
+        return rc;
+    }
+    start = (uintptr_t)v;
+
+    t0 = bench_now_ns();
+    for (i = 0; i < p->n; i++) {
+        rc = weft_coro_resume(co, v, &v);
+        if (rc != 0)
+            break;
+    }
+    t1 = bench_now_ns();
+
+    if (rc != 0) {
+        fprintf(stderr, "switch: resume %llu: %s\n", (unsigned long long)i,
+                weft_strerror(rc));
+        weft_coro_destroy(co);
+        return rc;
+    }
+    out->value = (double)(t1 - t0) / (2.0 * (double)p->n);
+    out->check = (uint64_t)((uintptr_t)v - start);
+
+    /* Exercises the cancel path: the pending yield returns -ECANCELED. */
+    rc = weft_coro_destroy(co);
+    if (rc != 0) {
+        fprintf(stderr, "switch: destroy: %s\n", weft_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+static uint64_t switch_expect(const bench_params *p)
+{
+    return p->n;
+}
+
+static const char *const switch_peers[] = { "boost-context", "ucontext", NULL };
+
+const bench_workload bench_wl_switch = {
+    .name = "switch",
+    .desc = "one-way switch: 2 contexts ping-pong N round trips (resume/yield), 1 thread",
+    .unit = "ns/switch",
+    .default_n = 10000000,
+    .run_weft = switch_weft,
+    .expect = switch_expect,
+    .peers = switch_peers,
+};

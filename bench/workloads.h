@@ -1,0 +1,57 @@
+/*
+ * workloads.h — what a bench workload is, and the registry of them.
+ *
+ * A workload is one question asked of every implementation alike ("how many
+ * ns does a one-way switch cost?").  The runner (weft_bench.c) knows nothing
+ * about any particular workload: it walks bench_workloads[], calls the weft
+ * implementation in-process, runs each named peer program with the same
+ * parameters, checks every answer with the workload's expect(), and tabulates.
+ *
+ * Adding a workload: write wl_NAME.c defining one `const bench_workload
+ * bench_wl_NAME`, declare it below, add it to bench_workloads[] in
+ * workloads.c and to the sources in meson.build, and teach the peers that can
+ * do it the same NAME (a peer that cannot exits 2 and shows as "n/a").
+ */
+#ifndef WEFT_BENCH_WORKLOADS_H
+#define WEFT_BENCH_WORKLOADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one measurement is asked to do; the same for weft and the peers. */
+typedef struct bench_params {
+    uint64_t n;         /* size: round trips, cycles, tasks... (per workload) */
+    unsigned threads;   /* worker threads; 1 for the single-thread workloads */
+} bench_params;
+
+/* What one measurement reports; the same fields a peer prints. */
+typedef struct bench_sample {
+    double value;       /* in the workload's unit (e.g. ns per switch)       */
+    uint64_t check;     /* workload-defined; must equal expect(params)       */
+} bench_sample;
+
+typedef struct bench_workload {
+    const char *name;       /* for --only and the peer command line; no spaces */
+    const char *desc;       /* one line for --list                             */
+    const char *unit;       /* of bench_sample.value, e.g. "ns/switch"         */
+    uint64_t default_n;     /* the size of a full run (--quick uses 1/100)     */
+    /*
+     * The weft implementation: one measurement of size p->n.  It times
+     * itself (bench_now_ns() around the loop, setup outside) and fills *out.
+     * Returns 0, or a negative errno after printing what failed to stderr.
+     */
+    int (*run_weft)(const bench_params *p, bench_sample *out);
+    /* The check value a correct run of size p->n must report. */
+    uint64_t (*expect)(const bench_params *p);
+    /* Peer names (program "peer-NAME"), NULL-terminated, in table order. */
+    const char *const *peers;
+} bench_workload;
+
+extern const bench_workload bench_wl_switch;
+extern const bench_workload bench_wl_create;
+
+/* Every workload, in --list and default run order. */
+extern const bench_workload *const bench_workloads[];
+extern const size_t bench_workload_count;
+
+#endif /* WEFT_BENCH_WORKLOADS_H */
