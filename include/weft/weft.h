@@ -4,5 +4,8 @@
 
 #include <weft/error.h>
 #include <weft/coro.h>
+#include <weft/pool.h>
+#include <weft/task.h>
+#include <weft/event.h>
 
 #endif /* WEFT_WEFT_H */

@@ -52,12 +52,12 @@ __thread struct weft__thread weft__tls __attribute__((tls_model(
 
 /* For use after a switch: the thread-local block of the thread we are on
  * now, not the one whose address the compiler computed before. */
-__attribute__((noinline)) static struct weft__thread *tls_fresh(void)
+__attribute__((noinline)) struct weft__thread *weft__tls_fresh(void)
 {
     return &weft__tls;
 }
 
-static _Noreturn void die(const struct weft_coro *co, const char *what)
+_Noreturn void weft__coro_die(const struct weft_coro *co, const char *what)
 {
     fprintf(stderr, "weft: %s in coroutine '%s' (stack %zu KiB)\n", what,
             co->name, weft__stack_usable(&co->stack) / 1024);
@@ -68,7 +68,7 @@ static _Noreturn void die(const struct weft_coro *co, const char *what)
 static void check_canary(const struct weft_coro *self)
 {
     if (unlikely(!weft__stack_intact(&self->stack)))
-        die(self, "stack overflow (canary broken)");
+        weft__coro_die(self, "stack overflow (canary broken)");
 }
 
 static int refused(uint32_t state)
@@ -96,7 +96,7 @@ static void coro_entry(void *val, void *arg)
         check_canary(co);
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
-    tls_fresh()->current = to;
+    weft__tls_fresh()->current = to;
     weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
     __builtin_unreachable();
 }
@@ -225,7 +225,8 @@ static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
 __attribute__((noinline)) static int yield_slow(struct weft_coro *self,
                                                 void *out, void **in)
 {
-    if (self->flags & WEFT__CORO_ROOT)
+    /* A task suspends through the pool (weft_yield, weft_await...). */
+    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_TASK))
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
@@ -253,7 +254,7 @@ WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
     if (!to)
         return -EINVAL;
     struct weft_coro *self = weft__tls.current;
-    if (self->flags & WEFT__CORO_ROOT)
+    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_TASK))
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
@@ -302,7 +303,7 @@ WEFT_EXPORT weft_coro_state weft_coro_status(const weft_coro *co)
 
 WEFT_EXPORT weft_coro *weft_coro_current(void)
 {
-    struct weft_coro *c = tls_fresh()->current;
+    struct weft_coro *c = weft__tls_fresh()->current;
     return (c->flags & WEFT__CORO_ROOT) ? NULL : c;
 }
 

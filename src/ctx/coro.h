@@ -16,6 +16,7 @@ enum {
     WEFT__CORO_ROOT = 1u << 0,    /* a thread's own stack, not a coroutine */
     WEFT__CORO_CANCEL = 1u << 1,  /* being destroyed: waits end -ECANCELED */
     WEFT__CORO_CANARY = 1u << 2,  /* unguarded stack: check at switch-out  */
+    WEFT__CORO_TASK = 1u << 3,    /* a pool task: the coro calls refuse it */
 };
 
 #define WEFT__CORO_NAME_MAX 32
@@ -49,10 +50,16 @@ struct weft_coro {
  * After a switch, code may be on another thread: read this block afresh
  * (see coro.c), never through an address computed before the switch.
  */
+struct weft__worker;
+struct weft__driver;
+
 struct weft__thread {
     struct weft_coro *current;       /* running coroutine, or a root     */
     struct weft__claimer *claimer;   /* fast-claim record (claim.h)      */
-    struct weft_coro root;           /* this thread as a resumer         */
+    struct weft__worker *worker;     /* pool worker running here, or NULL */
+    struct weft__driver *driver;     /* weft_sync_wait driving here      */
+    struct weft_coro root;           /* this thread as a resumer, and the
+                                        scheduler context of a worker   */
 };
 
 extern __thread struct weft__thread weft__tls
@@ -60,6 +67,12 @@ extern __thread struct weft__thread weft__tls
 
 /* Give the calling thread its own root record (idempotent). */
 void weft__thread_setup(struct weft__thread *t);
+
+/* The calling thread's block, read afresh: for use after a switch. */
+struct weft__thread *weft__tls_fresh(void);
+
+/* Print "weft: WHAT in coroutine 'NAME' (stack N KiB)" and abort. */
+_Noreturn void weft__coro_die(const struct weft_coro *co, const char *what);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");

@@ -1,0 +1,60 @@
+/*
+ * weft/pool.h — a fixed pool of worker threads that runs tasks
+ * (coroutines) through lock-free run queues with work stealing.
+ *
+ * Each worker runs a scheduler loop on its own thread.  Idle workers search
+ * other workers' queues for a bounded time and then sleep on a futex; a
+ * submitter wakes a sleeping worker only when no worker is searching.
+ *
+ * Ownership: the caller owns the pool from weft_pool_create until
+ * weft_pool_destroy returns.  The options struct and its name are copied.
+ */
+#ifndef WEFT_POOL_H
+#define WEFT_POOL_H
+
+#include <stddef.h>
+#include <weft/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_pool weft_pool;
+
+/* Options; NULL or zero fields mean defaults. */
+typedef struct weft_pool_opts {
+    unsigned threads;   /* worker threads; 0 = online CPUs                */
+    size_t stack_size;  /* default task stack; 0 = WEFT_STACK_DEFAULT     */
+    const char *name;   /* thread names are "<name>-<i>"; NULL = "weft"   */
+} weft_pool_opts;
+
+/*
+ * weft_pool_create - start a pool.  Any context.
+ * Returns 0 and sets *out, -EINVAL (out NULL, more than 1024 threads, stack
+ * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started).
+ */
+WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
+
+/*
+ * weft_pool_destroy - drain and free the pool: new spawns and schedules
+ * onto it fail with -ESHUTDOWN from now on; it returns once every task on
+ * the pool has ended (including tasks those tasks spawn), then joins the
+ * workers and frees everything.  From a plain thread or a coroutine that
+ * is not running on this pool.
+ * Returns 0, -EINVAL (NULL), -EDEADLK (called from one of its own workers),
+ * -EBUSY (another destroy of this pool is in progress).
+ */
+WEFT_API int weft_pool_destroy(weft_pool *pool);
+
+/* weft_pool_threads - the number of worker threads; 0 for NULL. */
+WEFT_API unsigned weft_pool_threads(const weft_pool *pool);
+
+/* weft_pool_current - the pool whose worker runs the caller, else NULL.
+ * Read afresh on every call (a task may have moved). */
+WEFT_API weft_pool *weft_pool_current(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_POOL_H */

@@ -1,0 +1,78 @@
+/*
+ * parker_condvar.c — parker on a pthread mutex and condition variable, for
+ * systems without futexes (the -Devent=condvar build).
+ *
+ * No lost wakeup: the permit is set and tested under the mutex, and the
+ * owner only waits on the condition while holding the mutex and seeing no
+ * permit.  Last touch: unpark signals and unlocks while the owner cannot
+ * have returned (it needs the mutex to see the permit); after the unlock
+ * the unparker touches nothing.
+ */
+#include "parker.h"
+
+#include <errno.h>
+#include <time.h>
+
+#define SPINS 200
+
+uint64_t weft__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void weft__parker_init(struct weft__parker *p)
+{
+    pthread_condattr_t attr;
+    atomic_init(&p->permit, 0);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void weft__parker_fini(struct weft__parker *p)
+{
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+}
+
+bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
+{
+    /* A cheap look first: the permit is often already there. */
+    for (int i = 0; i < SPINS; i++) {
+        if (atomic_load_explicit(&p->permit, memory_order_relaxed))
+            break;
+    }
+    bool got = true;
+    pthread_mutex_lock(&p->lock);
+    while (!atomic_load_explicit(&p->permit, memory_order_relaxed)) {
+        if (!deadline_ns) {
+            pthread_cond_wait(&p->cond, &p->lock);
+            continue;
+        }
+        struct timespec ts = {
+            .tv_sec = (time_t)(deadline_ns / 1000000000u),
+            .tv_nsec = (long)(deadline_ns % 1000000000u),
+        };
+        if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT &&
+            !atomic_load_explicit(&p->permit, memory_order_relaxed)) {
+            got = false;
+            break;
+        }
+    }
+    if (got)
+        atomic_store_explicit(&p->permit, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    return got;
+}
+
+void weft__parker_unpark(struct weft__parker *p)
+{
+    pthread_mutex_lock(&p->lock);
+    atomic_store_explicit(&p->permit, 1, memory_order_relaxed);
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,603 @@
+/*
+ * pool.c — worker threads, the scheduler loop, work stealing and parking.
+ *
+ * Shape (Go's scheduler, DESIGN.md "The scheduler"): each worker owns a
+ * bounded ring (runq.h) that it pushes and pops; thieves take half of a
+ * victim's ring.  A global queue (liburcu's wait-free cds_wfcq) takes
+ * tasks submitted from outside the pool and a full ring's overflow.  A
+ * worker looks at the global queue first every 61 ticks, so tasks there
+ * cannot starve behind a busy ring.  Rejected: one shared queue (every
+ * submit and pop contends on one line), and per-worker queues without
+ * stealing (one busy producer serialises everything).
+ *
+ * Idle workers search (steal) with at most half of the busy workers
+ * searching at once, then park on their own parker (futex).
+ *
+ * No lost wakeup.  Two mirrored patterns around one StoreLoad barrier:
+ *
+ *   submitter:  push the task;  BARRIER;  if nspinning == 0 && nidle > 0:
+ *               wake one idle worker (and count it as spinning)
+ *   searcher:   nspinning -= 1 (a locked RMW: BARRIER);  re-check every
+ *               queue; if any has work, search again instead of parking
+ *
+ * Either the submitter's read of nspinning follows the searcher's
+ * decrement, and then it sees 0 and wakes a worker (if the searcher was
+ * the last one); or it precedes it, and then the searcher's re-check
+ * follows the push and finds the task.  A submitter that sees
+ * nspinning > 0 leaves the task to a searcher, which either finds it or
+ * re-checks as above before it parks.  Workers park through their parker,
+ * which keeps an unpark that arrives before the park (parker.h).
+ * The barrier on the submitter's side: a push to the global queue is an
+ * atomic exchange (a full barrier).  A worker's push to its own ring has no
+ * barrier: if a searcher misses that task, the pushing worker still runs it
+ * itself, so only parallelism, never progress, depends on that race (Go
+ * makes the same trade).
+ *
+ * A waker takes one worker off the idle list under idle_lock and counts it
+ * as spinning (CAS of nspinning from 0 to 1: one waker at a time, and no
+ * waking while someone already searches).  A worker that finds work while
+ * spinning stops spinning, and if it was the last searcher it wakes another
+ * one, since more work may be coming (Go's resetspinning).
+ *
+ * Shutdown (weft_pool_destroy), in order:
+ *   1. Refuse a destroy from one of the pool's own workers (-EDEADLK: it
+ *      would wait for itself) and a second concurrent destroy (-EBUSY).
+ *   2. Set `shutdown`: from now on tasks cannot arrive from outside the pool
+ *      (spawn, schedule: -ESHUTDOWN), so the set of live tasks can only
+ *      shrink, apart from what live tasks spawn themselves.
+ *   3. Wake every idle worker, so each re-checks drain before sleeping.
+ *   4. A worker that is about to park while `shutdown` is set checks drain:
+ *      tasks that arrived == tasks that left, with the per-worker counters
+ *      read lefts first (so a task counted as left is counted as arrived).
+ *      When drained it sets `stop` and wakes every worker and the
+ *      destroyer; workers exit their loops on `stop`.
+ *   5. The destroyer joins the workers, then drops the queue entries that
+ *      are left (stale entries of tasks that were run inline), so no task
+ *      record leaks, and frees the pool.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GLOBAL_EVERY 61      /* ticks between fairness looks at the global queue */
+#define STEAL_ROUNDS 4
+#define MAX_THREADS 1024
+
+struct weft__worker *weft__worker_current(void)
+{
+    return weft__tls_fresh()->worker;
+}
+
+WEFT_API weft_pool *weft_pool_current(void)
+{
+    struct weft__worker *w = weft__worker_current();
+    return w ? w->pool : NULL;
+}
+
+WEFT_API unsigned weft_pool_threads(const weft_pool *pool)
+{
+    return pool ? pool->nworkers : 0;
+}
+
+/* ------------------------------------------------------------- accounting */
+
+int weft__pool_arrive(weft_pool *p)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (w && w->pool == p) {
+        /* Only this worker writes its counter. */
+        atomic_store_explicit(&w->arrived,
+                              atomic_load_explicit(&w->arrived,
+                                                   memory_order_relaxed) + 1,
+                              memory_order_release);
+        return 0;
+    }
+    /* seq_cst pair with destroy's store of `shutdown`: either we see it and
+     * back out, or the drain check sees our arrival. */
+    atomic_fetch_add_explicit(&p->arrived_outside, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->shutdown, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&p->left_outside, 1, memory_order_release);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+void weft__pool_leave(weft_pool *p)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (w && w->pool == p)
+        atomic_store_explicit(&w->left,
+                              atomic_load_explicit(&w->left,
+                                                   memory_order_relaxed) + 1,
+                              memory_order_release);
+    else
+        atomic_fetch_add_explicit(&p->left_outside, 1, memory_order_release);
+}
+
+/* Step 4 of shutdown: no task of this pool is alive. */
+static bool drained(weft_pool *p)
+{
+    int64_t left = atomic_load_explicit(&p->left_outside, memory_order_acquire);
+    for (unsigned i = 0; i < p->nworkers; i++)
+        left += atomic_load_explicit(&p->workers[i]->left,
+                                     memory_order_acquire);
+    int64_t arrived =
+        atomic_load_explicit(&p->arrived_outside, memory_order_acquire);
+    for (unsigned i = 0; i < p->nworkers; i++)
+        arrived += atomic_load_explicit(&p->workers[i]->arrived,
+                                        memory_order_acquire);
+    return arrived == left;
+}
+
+/* --------------------------------------------------------- queues, waking */
+
+static void inject(weft_pool *p, struct weft_task *t)
+{
+    cds_wfcq_node_init(&t->qnode);
+    /* An atomic exchange inside: the submitter's barrier (see the top). */
+    cds_wfcq_enqueue(&p->inject_head, &p->inject_tail, &t->qnode);
+}
+
+static bool inject_empty(weft_pool *p)
+{
+    return cds_wfcq_empty(&p->inject_head, &p->inject_tail);
+}
+
+/* Take up to `max` tasks from the global queue into out[]. */
+static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max)
+{
+    unsigned n = 0;
+    if (inject_empty(p))
+        return 0;
+    /* liburcu's dequeue needs mutual exclusion between dequeuers. */
+    cds_wfcq_dequeue_lock(&p->inject_head, &p->inject_tail);
+    while (n < max) {
+        struct cds_wfcq_node *node =
+            __cds_wfcq_dequeue_blocking(&p->inject_head, &p->inject_tail);
+        if (!node)
+            break;
+        out[n++] = caa_container_of(node, struct weft_task, qnode);
+    }
+    cds_wfcq_dequeue_unlock(&p->inject_head, &p->inject_tail);
+    return n;
+}
+
+/* Wake one idle worker as a searcher, unless someone already searches. */
+static void wakep(weft_pool *p)
+{
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong_explicit(&p->nspinning, &zero, 1,
+                                                 memory_order_seq_cst,
+                                                 memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&p->idle_lock);
+    struct weft__worker *w = p->idle_list;
+    if (w) {
+        p->idle_list = w->idle_next;
+        w->idle = false;
+        w->woken = true;
+        atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&p->idle_lock);
+    if (!w) {
+        /* Everyone is awake; they will find the work. */
+        atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
+        return;
+    }
+    weft__parker_unpark(&w->parker);
+}
+
+void weft__pool_kick(weft_pool *p)
+{
+    /* A searcher re-reads the timers before it sleeps; otherwise wake one
+     * sleeper so it recomputes its deadline. */
+    wakep(p);
+}
+
+static void wake_if_needed(weft_pool *p)
+{
+    if (atomic_load_explicit(&p->nspinning, memory_order_seq_cst) == 0 &&
+        atomic_load_explicit(&p->nidle, memory_order_seq_cst) > 0)
+        wakep(p);
+}
+
+/* The ring is full: move half of it, and t, to the global queue. */
+static void overflow(struct weft__worker *w, struct weft_task *t)
+{
+    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
+    unsigned n = weft__runq_take_half(&w->q, batch);
+    for (unsigned i = 0; i < n; i++)
+        inject(w->pool, batch[i]);
+    inject(w->pool, t);
+}
+
+void weft__pool_submit(weft_pool *p, struct weft_task *t)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (w && w->pool == p) {
+        if (!weft__runq_push(&w->q, t))
+            overflow(w, t);
+    } else {
+        inject(p, t);
+    }
+    wake_if_needed(p);
+}
+
+static void wake_all(weft_pool *p)
+{
+    for (unsigned i = 0; i < p->nworkers; i++)
+        weft__parker_unpark(&p->workers[i]->parker);
+}
+
+/* ------------------------------------------------------------ the search */
+
+/* Claim a popped entry, or drop it if stale. */
+extern bool weft__task_claim_queued(struct weft_task *t);
+
+static struct weft_task *pop_local(struct weft__worker *w)
+{
+    struct weft_task *t;
+    while ((t = weft__runq_pop(&w->q)))
+        if (weft__task_claim_queued(t))
+            return t;
+    return NULL;
+}
+
+static struct weft_task *take_global(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
+    /* A fair share, so one worker does not hoard the global queue. */
+    unsigned max = WEFT__RUNQ_SIZE / 2 / (p->nworkers > 1 ? 2 : 1);
+    if (weft__runq_len(&w->q) > WEFT__RUNQ_SIZE / 2)
+        max = 1;
+    unsigned n = inject_take(p, batch, max);
+    struct weft_task *run = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if (!run) {
+            if (weft__task_claim_queued(batch[i]))
+                run = batch[i];
+        } else if (!weft__runq_push(&w->q, batch[i])) {
+            overflow(w, batch[i]);
+        }
+    }
+    return run;
+}
+
+static uint32_t next_rand(struct weft__worker *w)
+{
+    /* xorshift64*: victim choice only. */
+    uint64_t x = w->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    w->rng = x;
+    return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static struct weft_task *steal_work(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    for (int round = 0; round < STEAL_ROUNDS; round++) {
+        unsigned start = next_rand(w) % p->nworkers;
+        for (unsigned i = 0; i < p->nworkers; i++) {
+            struct weft__worker *v = p->workers[(start + i) % p->nworkers];
+            if (v == w)
+                continue;
+            struct weft_task *t;
+            while ((t = weft__runq_steal(&w->q, &v->q))) {
+                if (weft__task_claim_queued(t))
+                    return t;
+                /* A stale entry: the rest moved to our ring. */
+                if ((t = pop_local(w)))
+                    return t;
+            }
+        }
+        struct weft_task *t = take_global(w);
+        if (t)
+            return t;
+    }
+    return NULL;
+}
+
+static bool any_work(weft_pool *p)
+{
+    if (!inject_empty(p))
+        return true;
+    for (unsigned i = 0; i < p->nworkers; i++)
+        if (weft__runq_len(&p->workers[i]->q))
+            return true;
+    return weft__timers_next(&p->timers) <= weft__now_ns();
+}
+
+/* A searcher found work: stop searching; the last searcher to stop wakes
+ * another worker to take its place, since more work may follow. */
+static void found_work(struct weft__worker *w)
+{
+    if (!w->spinning)
+        return;
+    w->spinning = false;
+    if (atomic_fetch_sub_explicit(&w->pool->nspinning, 1,
+                                  memory_order_seq_cst) == 1)
+        wake_if_needed(w->pool);
+}
+
+static void leave_idle_list(weft_pool *p, struct weft__worker *w)
+{
+    struct weft__worker **link = &p->idle_list;
+    while (*link != w)
+        link = &(*link)->idle_next;
+    *link = w->idle_next;
+    w->idle = false;
+    atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+}
+
+/* Step 4 of shutdown; idle_lock is held. */
+static bool check_stop(weft_pool *p)
+{
+    if (atomic_load_explicit(&p->stop, memory_order_acquire))
+        return true;
+    if (!atomic_load_explicit(&p->shutdown, memory_order_acquire) ||
+        !drained(p))
+        return false;
+    atomic_store_explicit(&p->stop, 1, memory_order_release);
+    wake_all(p);
+    weft__parker_unpark(p->destroyer);
+    return true;
+}
+
+/*
+ * Nothing found: go idle and sleep until woken or a timer is due.  Returns
+ * false when the pool stops.  On return the worker may be spinning (it was
+ * woken as a searcher, or found work on the re-check).
+ */
+static bool park_worker(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+
+    pthread_mutex_lock(&p->idle_lock);
+    if (check_stop(p)) {
+        pthread_mutex_unlock(&p->idle_lock);
+        return false;
+    }
+    w->idle = true;
+    w->woken = false;
+    w->idle_next = p->idle_list;
+    p->idle_list = w;
+    atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
+    pthread_mutex_unlock(&p->idle_lock);
+
+    if (w->spinning) {
+        w->spinning = false;
+        /* The searcher's barrier (see the top). */
+        atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
+    } else {
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+
+    bool sleep = !any_work(p);
+    if (sleep)
+        weft__parker_park(&w->parker, weft__timers_next(&p->timers) ==
+                                              UINT64_MAX
+                                          ? 0
+                                          : weft__timers_next(&p->timers));
+
+    pthread_mutex_lock(&p->idle_lock);
+    if (w->idle) {
+        /* Re-check found work, a timer is due, or a wake-all: leave the
+         * list ourselves.  Search again if there is work. */
+        leave_idle_list(p, w);
+        if (!sleep) {
+            w->spinning = true;
+            atomic_fetch_add_explicit(&p->nspinning, 1, memory_order_seq_cst);
+        }
+    } else {
+        /* A waker took us off the list and counted us as spinning.  If we
+         * did not sleep, its unpark is still to come: the permit makes our
+         * next park return at once, which is harmless. */
+        w->woken = false;
+        w->spinning = true;
+    }
+    bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
+    pthread_mutex_unlock(&p->idle_lock);
+    if (stop) {
+        found_work(w);
+        return false;
+    }
+    return true;
+}
+
+static struct weft_task *find_work(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    for (;;) {
+        struct weft_task *t = NULL;
+        if (++w->tick % GLOBAL_EVERY == 0) {
+            t = take_global(w);
+            weft__timers_run(&p->timers, weft__now_ns());
+        }
+        if (!t)
+            t = pop_local(w);
+        if (!t)
+            t = take_global(w);
+        if (t) {
+            found_work(w);
+            return t;
+        }
+        if (weft__timers_run(&p->timers, weft__now_ns()))
+            continue; /* fired timers queue tasks */
+        if (atomic_load_explicit(&p->stop, memory_order_acquire))
+            return NULL;
+
+        /* Search, with at most half of the busy workers searching. */
+        if (!w->spinning) {
+            uint32_t spinning =
+                atomic_load_explicit(&p->nspinning, memory_order_relaxed);
+            uint32_t idle = atomic_load_explicit(&p->nidle, memory_order_relaxed);
+            if (2 * spinning < p->nworkers - idle) {
+                w->spinning = true;
+                atomic_fetch_add_explicit(&p->nspinning, 1,
+                                          memory_order_seq_cst);
+            }
+        }
+        if (w->spinning && (t = steal_work(w))) {
+            found_work(w);
+            return t;
+        }
+        if (!park_worker(w))
+            return NULL;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct weft__worker *w = arg;
+    struct weft__thread *t = &weft__tls;
+    weft__thread_setup(t);
+    t->worker = w;
+
+    char name[32];
+    snprintf(name, sizeof name, "%s-%u", w->pool->name, w->index);
+    name[15] = '\0'; /* the kernel keeps 15 bytes */
+    pthread_setname_np(pthread_self(), name);
+
+    struct weft_task *task;
+    while ((task = find_work(w)))
+        weft__task_run(task);
+
+    weft__tls_fresh()->worker = NULL;
+    return NULL;
+}
+
+/* ------------------------------------------------------ create, destroy */
+
+static void drop_queued(weft_pool *p)
+{
+    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
+    unsigned n;
+    while ((n = inject_take(p, batch, WEFT__RUNQ_SIZE / 2)))
+        for (unsigned i = 0; i < n; i++)
+            if (weft__task_claim_queued(batch[i]))
+                weft__coro_die(&batch[i]->co,
+                               "a live task was left in a drained pool");
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        struct weft_task *t;
+        while ((t = weft__runq_pop(&p->workers[i]->q)))
+            if (weft__task_claim_queued(t))
+                weft__coro_die(&t->co, "a live task was left in a drained pool");
+    }
+}
+
+static void free_pool(weft_pool *p, unsigned nstarted)
+{
+    for (unsigned i = 0; i < nstarted; i++) {
+        weft__parker_fini(&p->workers[i]->parker);
+        free(p->workers[i]);
+    }
+    free(p->workers);
+    cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
+    weft__timers_fini(&p->timers);
+    pthread_mutex_destroy(&p->idle_lock);
+    free(p);
+}
+
+WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
+{
+    if (!out)
+        return -EINVAL;
+    unsigned n = opts ? opts->threads : 0;
+    if (n == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpus > 0 ? (unsigned)cpus : 1;
+    }
+    if (n > MAX_THREADS)
+        return -EINVAL;
+    size_t stack = opts ? opts->stack_size : 0;
+    if (stack > WEFT__STACK_MAX)
+        return -EINVAL;
+
+    weft_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    p->workers = calloc(n, sizeof *p->workers);
+    if (!p->workers) {
+        free(p);
+        return -ENOMEM;
+    }
+    p->nworkers = n;
+    p->stack_size = stack;
+    snprintf(p->name, sizeof p->name, "%.10s",
+             opts && opts->name ? opts->name : "weft");
+    cds_wfcq_init(&p->inject_head, &p->inject_tail);
+    pthread_mutex_init(&p->idle_lock, NULL);
+    weft__timers_init(&p->timers);
+
+    for (unsigned i = 0; i < n; i++) {
+        struct weft__worker *w = aligned_alloc(64, sizeof *w);
+        if (!w) {
+            p->nworkers = i;
+            free_pool(p, i);
+            return -ENOMEM;
+        }
+        memset(w, 0, sizeof *w);
+        weft__runq_init(&w->q);
+        weft__parker_init(&w->parker);
+        w->pool = p;
+        w->index = i;
+        w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
+        p->workers[i] = w;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (pthread_create(&p->workers[i]->thread, NULL, worker_main,
+                           p->workers[i]) != 0) {
+            /* Stop the ones already running: nothing was ever queued, so
+             * the pool is drained. */
+            struct weft__parker parker;
+            weft__parker_init(&parker);
+            p->destroyer = &parker;
+            atomic_store(&p->shutdown, 1);
+            atomic_store(&p->stop, 1);
+            wake_all(p);
+            for (unsigned j = 0; j < i; j++)
+                pthread_join(p->workers[j]->thread, NULL);
+            weft__parker_fini(&parker);
+            free_pool(p, n);
+            return -EAGAIN;
+        }
+    }
+    *out = p;
+    return 0;
+}
+
+WEFT_API int weft_pool_destroy(weft_pool *p)
+{
+    if (!p)
+        return -EINVAL;
+    struct weft__worker *self = weft__worker_current();
+    if (self && self->pool == p)
+        return -EDEADLK;
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong(&p->destroying, &zero, 1))
+        return -EBUSY;
+
+    struct weft__parker parker;
+    weft__parker_init(&parker);
+    pthread_mutex_lock(&p->idle_lock);
+    p->destroyer = &parker;
+    pthread_mutex_unlock(&p->idle_lock);
+    atomic_store_explicit(&p->shutdown, 1, memory_order_seq_cst);
+    wake_all(p);
+    while (!atomic_load_explicit(&p->stop, memory_order_acquire))
+        weft__parker_park(&parker, 0);
+
+    for (unsigned i = 0; i < p->nworkers; i++)
+        pthread_join(p->workers[i]->thread, NULL);
+    drop_queued(p);
+    weft__parker_fini(&parker);
+    free_pool(p, p->nworkers);
+    return 0;
+}

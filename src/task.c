@@ -1,0 +1,663 @@
+/*
+ * task.c — tasks: spawn, await with continuation chaining, sync_wait,
+ * schedule, yield, and the task state machine (runtime.h has the states).
+ *
+ * Await versus completion (DESIGN.md "continuation arbitration").  The
+ * awaited task's `waiter` slot is arbitrated by atomics alone:
+ *
+ *   awaiter A (in a post-switch action, A's context saved):
+ *       CAS waiter: NULL -> A;  on success park A (IDLE), else (DONE) A
+ *       simply continues
+ *   completer (T's body returned, its result stored):
+ *       w = exchange(waiter, DONE);  if w is a task: claim it (IDLE ->
+ *       RUNNING) and switch straight to it; if the claim fails (A has not
+ *       parked yet, or a wake took it) wake it instead
+ *
+ * Exactly one of the CAS and the exchange comes first.  If the CAS does,
+ * the completer finds A and resumes it (directly, or through wake(), whose
+ * NOTIFIED flag A's park turns into a requeue if A is still switching
+ * out): A is resumed exactly once.  If the exchange does, the CAS fails
+ * and A continues on its own.  Either way A sees DONE, and the result was
+ * written before the exchange (release) that made DONE visible (acquire).
+ *
+ * Inline awaits (DESIGN.md "lazy stacks"): a task that was spawned and
+ * still sits, never started, in a queue of the awaiter's pool is claimed by
+ * CAS (SCHEDULED -> RUNNING) and its body runs as a plain call on the
+ * awaiter's stack: no stack, no switch.  The queue entry stays behind with
+ * its reference and is dropped when popped.  Only when the awaiter's stack
+ * has room to spare, so deep chains fall back to suspension.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
+
+/* Free stack an inline await must leave for the body it calls. */
+#define INLINE_RESERVE (64u * 1024u)
+
+static inline uint64_t refs_of(uint64_t s)
+{
+    return s >> 8;
+}
+
+static inline uint64_t lifecycle(uint64_t s)
+{
+    return s & WEFT__T_LIFECYCLE;
+}
+
+static inline struct weft_task *task_of(struct weft_coro *co)
+{
+    return (struct weft_task *)co; /* co is the first member */
+}
+
+struct weft_task *weft__task_current(void)
+{
+    struct weft_coro *c = weft__tls_fresh()->current;
+    return (c->flags & WEFT__CORO_TASK) ? task_of(c) : NULL;
+}
+
+/* ------------------------------------------------------------ records */
+
+static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
+                                  const char *name, uint64_t state)
+{
+    struct weft_task *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    memset(&t->co, 0, sizeof t->co);
+    /* The embedded coroutine record is never SUSPENDED, so the standalone
+     * calls (resume, destroy) refuse it with -EBUSY. */
+    atomic_init(&t->co.state, WEFT_CORO_RUNNING);
+    t->co.flags = WEFT__CORO_TASK;
+    t->co.fn = fn;
+    t->co.name = "task";
+    if (name) {
+        size_t n = strnlen(name, sizeof t->co.name_buf - 1);
+        memcpy(t->co.name_buf, name, n);
+        t->co.name_buf[n] = '\0';
+        t->co.name = t->co.name_buf;
+    }
+    atomic_init(&t->state, state);
+    atomic_init(&t->waiter, 0);
+    t->pool = NULL;
+    t->driver = NULL;
+    t->arg = arg;
+    t->result = NULL;
+    t->stack_size = stack_size;
+    t->link = NULL;
+    t->started = false;
+    return t;
+}
+
+void weft__task_unref(struct weft_task *t, uint64_t n)
+{
+    /* acq_rel: the last one out sees every other owner's writes. */
+    uint64_t old = atomic_fetch_sub_explicit(&t->state, n * WEFT__T_REF,
+                                             memory_order_acq_rel);
+    if (refs_of(old) == n)
+        free(t);
+}
+
+/* Take the result and drop the handle's reference. */
+static void consume(struct weft_task *t, void **result)
+{
+    if (result)
+        *result = t->result;
+    weft__task_unref(t, 1);
+}
+
+/* ------------------------------------------------------ the state machine */
+
+bool weft__task_claim_idle(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    do {
+        if (lifecycle(s) != WEFT__T_IDLE)
+            return false;
+        /* Acquire: pairs with the release that parked it after its save. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        &t->state, &s, (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING,
+        memory_order_acquire, memory_order_relaxed));
+    return true;
+}
+
+bool weft__task_claim_queued(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    for (;;) {
+        if (lifecycle(s) != WEFT__T_SCHEDULED) {
+            /* A stale entry: the task was claimed inline meanwhile. */
+            weft__task_unref(t, 1);
+            return false;
+        }
+        /* RUNNING, and the entry's reference goes with the entry. */
+        uint64_t n = ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING) -
+                     WEFT__T_REF;
+        if (atomic_compare_exchange_weak_explicit(&t->state, &s, n,
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed))
+            return true;
+    }
+}
+
+static void driver_submit(struct weft__driver *d, struct weft_task *t);
+
+/* Queue a SCHEDULED task (holding its entry's reference) on its home. */
+static void enqueue_home(struct weft_task *t)
+{
+    if (t->pool)
+        weft__pool_submit(t->pool, t);
+    else
+        driver_submit(t->driver, t);
+}
+
+/* RUNNING -> SCHEDULED (dropping NOTIFIED: being queued answers it), plus
+ * the queue entry's reference; the caller then queues it. */
+static void make_scheduled(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t n;
+    do {
+        n = ((s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_NOTIFIED)) |
+             WEFT__T_SCHEDULED) + WEFT__T_REF;
+        /* Release: the context saved before this action is visible to the
+         * thread that claims the queue entry. */
+    } while (!atomic_compare_exchange_weak_explicit(
+        &t->state, &s, n, memory_order_release, memory_order_relaxed));
+}
+
+void weft__task_wake(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    for (;;) {
+        uint64_t n;
+        switch (lifecycle(s)) {
+        case WEFT__T_IDLE:
+            n = ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_SCHEDULED) +
+                WEFT__T_REF;
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->state, &s, n, memory_order_acq_rel,
+                    memory_order_relaxed)) {
+                enqueue_home(t);
+                return;
+            }
+            break;
+        case WEFT__T_RUNNING:
+            /* Still switching out (or about to wait): its park requeues
+             * it. */
+            if (s & WEFT__T_NOTIFIED)
+                return;
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->state, &s, s | WEFT__T_NOTIFIED, memory_order_acq_rel,
+                    memory_order_relaxed))
+                return;
+            break;
+        default:
+            return; /* already queued, or ended */
+        }
+    }
+}
+
+struct weft_task *weft__task_park(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    for (;;) {
+        if (s & WEFT__T_NOTIFIED) {
+            /* A wake came while it was running: keep it, as a requeue. */
+            make_scheduled(t);
+            enqueue_home(t);
+            return NULL;
+        }
+        /* Release: a thread that claims it (acquire) sees its context. */
+        if (atomic_compare_exchange_weak_explicit(
+                &t->state, &s,
+                (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_IDLE,
+                memory_order_release, memory_order_relaxed))
+            return NULL;
+    }
+}
+
+/* ------------------------------------------------------ running, ending */
+
+static void task_entry(void *val, void *arg);
+
+/* Give a task its stack and context on the thread that first runs it. */
+static void prepare(struct weft_task *t)
+{
+    if (t->started)
+        return;
+    size_t size = t->stack_size;
+    if (!size && t->pool)
+        size = t->pool->stack_size;
+    int err = weft__stack_alloc(&t->co.stack, size);
+    if (err)
+        weft__coro_die(&t->co, "no memory for the stack of a starting task");
+    if (t->co.stack.canary)
+        t->co.flags |= WEFT__CORO_CANARY;
+    t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
+    t->started = true;
+}
+
+void weft__task_run(struct weft_task *t)
+{
+    /* The scheduler context never changes thread, so this block stays
+     * ours across the switches below. */
+    struct weft__thread *th = &weft__tls;
+    while (t) {
+        prepare(t);
+        th->current = &t->co;
+        struct weft_task *next = NULL;
+        /* Back when the task (or a chain it handed control to) switches
+         * to this scheduler; the post-switch action's result lands in
+         * `next`. */
+        weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
+        t = next;
+    }
+}
+
+void weft__task_suspend(weft__ctx_action action, void *arg)
+{
+    struct weft__thread *th = weft__tls_fresh();
+    struct weft_coro *self = th->current;
+    if (self->flags & WEFT__CORO_CANARY) {
+        if (!weft__stack_intact(&self->stack))
+            weft__coro_die(self, "stack overflow (canary broken)");
+    }
+    th->current = &th->root;
+    weft__ctx_jump_ontop(&self->sp, th->root.sp, NULL, NULL, action, arg);
+}
+
+/* The thread's home for "switch straight to the continuation". */
+static bool at_home(struct weft_task *a, struct weft__thread *th)
+{
+    if (th->worker)
+        return a->pool == th->worker->pool;
+    return th->driver && a->driver == th->driver && !a->pool;
+}
+
+static void driver_finish(struct weft__driver *d);
+
+/* The last step of an ended task, on the stack it switched to: only now
+ * may its stack be reused and its record be freed. */
+static void *finish_action(void *arg, void *val)
+{
+    struct weft_task *t = arg;
+    weft__stack_free(&t->co.stack);
+    if (t->pool)
+        weft__pool_leave(t->pool);
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t n;
+    do {
+        n = ((s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_NOTIFIED)) |
+             WEFT__T_COMPLETE) - WEFT__T_REF;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &t->state, &s, n, memory_order_acq_rel, memory_order_relaxed));
+    if (refs_of(n) == 0)
+        free(t);
+    return val;
+}
+
+static _Noreturn void task_finish(struct weft_task *t)
+{
+    struct weft__thread *th = weft__tls_fresh();
+    if ((t->co.flags & WEFT__CORO_CANARY) && !weft__stack_intact(&t->co.stack))
+        weft__coro_die(&t->co, "stack overflow (canary broken)");
+
+    /* Release: the result is visible to whoever sees DONE.  Acquire: the
+     * awaiter's registration (its saved context) is visible to us. */
+    uintptr_t w = atomic_exchange_explicit(&t->waiter, WEFT__WAITER_DONE,
+                                           memory_order_acq_rel);
+    if (w & WEFT__WAITER_THREAD) {
+        driver_finish((struct weft__driver *)(w & ~WEFT__WAITER_THREAD));
+    } else if (w) {
+        struct weft_task *a = (struct weft_task *)w;
+        if (at_home(a, th) && weft__task_claim_idle(a)) {
+            /* Continuation chaining: no queue round trip. */
+            th->current = &a->co;
+            weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
+                                 finish_action, t);
+            __builtin_unreachable();
+        }
+        weft__task_wake(a);
+    }
+    th->current = &th->root;
+    weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
+    __builtin_unreachable();
+}
+
+static void task_entry(void *val, void *arg)
+{
+    (void)val;
+    struct weft_task *t = arg;
+    t->result = t->co.fn(t->arg);
+    task_finish(t);
+}
+
+/* ------------------------------------------------------------ the API */
+
+WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
+                                 const weft_coro_opts *opts)
+{
+    if (!out || !fn)
+        return -EINVAL;
+    size_t stack = opts ? opts->stack_size : 0;
+    if (stack > WEFT__STACK_MAX)
+        return -EINVAL;
+    /* References: the handle and the task's life. */
+    struct weft_task *t = task_new(fn, arg, stack, opts ? opts->name : NULL,
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+    if (!t)
+        return -ENOMEM;
+    *out = t;
+    return 0;
+}
+
+WEFT_EXPORT int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
+                           weft_task **out)
+{
+    if (!pool || !fn)
+        return -EINVAL;
+    /* References: the queue entry, the task's life, and the handle. */
+    uint64_t refs = out ? 3 : 2;
+    struct weft_task *t =
+        task_new(fn, arg, 0, NULL, WEFT__T_SCHEDULED | refs * WEFT__T_REF);
+    if (!t)
+        return -ENOMEM;
+    int err = weft__pool_arrive(pool);
+    if (err) {
+        free(t);
+        return err;
+    }
+    t->pool = pool;
+    if (out)
+        *out = t;
+    /* Once queued it may run, end and (detached) be freed at once. */
+    weft__pool_submit(pool, t);
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_detach(weft_task *t)
+{
+    if (!t)
+        return -EINVAL;
+    if (!t->started && !t->pool && !t->driver) {
+        /* Lazy and never started: nobody else knows it. */
+        free(t);
+        return 0;
+    }
+    weft__task_unref(t, 1);
+    return 0;
+}
+
+static void *park_action(void *arg, void *val)
+{
+    (void)val;
+    return weft__task_park(arg);
+}
+
+struct await_args {
+    struct weft_task *self;
+    struct weft_task *t;
+};
+
+static void *await_action(void *arg, void *val)
+{
+    (void)val;
+    struct await_args *a = arg;
+    uintptr_t none = 0;
+    if (atomic_compare_exchange_strong_explicit(
+            &a->t->waiter, &none, (uintptr_t)a->self, memory_order_acq_rel,
+            memory_order_acquire))
+        return weft__task_park(a->self);
+    /* It ended while we switched out: continue at once (a stray NOTIFIED
+     * is answered by running). */
+    atomic_fetch_and_explicit(&a->self->state, ~(uint64_t)WEFT__T_NOTIFIED,
+                              memory_order_relaxed);
+    return a->self;
+}
+
+/* Enough stack left below the caller for an inline body? */
+static bool stack_room(struct weft_task *self)
+{
+    char *low = (char *)self->co.stack.map + (self->co.stack.size -
+                                              weft__stack_usable(&self->co.stack));
+    char *here = __builtin_frame_address(0);
+    return here > low && (size_t)(here - low) > INLINE_RESERVE;
+}
+
+/* The await fast path: run a queued, never-started task as a call. */
+static bool try_inline(struct weft_task *self, struct weft_task *t)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (!w || t->pool != w->pool || t->started || !stack_room(self))
+        return false;
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (lifecycle(s) != WEFT__T_SCHEDULED)
+        return false;
+    /* The queue entry keeps its reference: it is dropped when popped. */
+    if (!atomic_compare_exchange_strong_explicit(
+            &t->state, &s,
+            (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING,
+            memory_order_acquire, memory_order_relaxed))
+        return false;
+    t->started = true;
+    t->result = t->co.fn(t->arg);
+    /* Nobody else can be waiting: we hold the handle. */
+    atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
+    weft__pool_leave(t->pool);
+    s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t n;
+    do {
+        n = ((s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_NOTIFIED)) |
+             WEFT__T_COMPLETE);
+    } while (!atomic_compare_exchange_weak_explicit(
+        &t->state, &s, n, memory_order_release, memory_order_relaxed));
+    return true;
+}
+
+/* Start a lazy task on this thread by symmetric transfer; it inherits our
+ * home and comes back to us when it ends. */
+static void start_lazy(struct weft_task *self, struct weft_task *t)
+{
+    t->pool = self->pool;
+    t->driver = self->driver;
+    if (t->pool)
+        (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
+    atomic_store_explicit(&t->waiter, (uintptr_t)self, memory_order_relaxed);
+    atomic_store_explicit(&t->state,
+                          (atomic_load_explicit(&t->state,
+                                                memory_order_relaxed) &
+                           ~(uint64_t)WEFT__T_LIFECYCLE) |
+                              WEFT__T_RUNNING,
+                          memory_order_relaxed);
+    prepare(t);
+    struct weft__thread *th = weft__tls_fresh();
+    th->current = &t->co;
+    /* We park on t's stack, after our save; t ends by resuming us. */
+    weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, park_action, self);
+}
+
+WEFT_EXPORT int weft_await(weft_task *t, void **result)
+{
+    if (!t)
+        return -EINVAL;
+    struct weft_task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    if (t == self)
+        return -EINVAL;
+
+    if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+        WEFT__WAITER_DONE) {
+        if (!t->started && !t->pool && !t->driver) {
+            start_lazy(self, t);
+        } else if (!try_inline(self, t)) {
+            struct await_args a = {self, t};
+            weft__task_suspend(await_action, &a);
+        }
+        /* Resumed for another reason than t's end?  Wait on. */
+        while (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+               WEFT__WAITER_DONE)
+            weft__task_suspend(park_action, weft__task_current());
+    }
+    consume(t, result);
+    return 0;
+}
+
+/* ------------------------------------------------------- sync_wait */
+
+static void driver_submit(struct weft__driver *d, struct weft_task *t)
+{
+    /* wakers: the driver may not return while we still touch it. */
+    atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
+    pthread_mutex_lock(&d->lock);
+    t->link = NULL;
+    *d->queue_tail = t;
+    d->queue_tail = &t->link;
+    pthread_mutex_unlock(&d->lock);
+    weft__parker_unpark(&d->parker);
+    atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
+}
+
+static void driver_finish(struct weft__driver *d)
+{
+    atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
+    atomic_store_explicit(&d->done, 1, memory_order_release);
+    weft__parker_unpark(&d->parker);
+    atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
+}
+
+static struct weft_task *driver_pop(struct weft__driver *d)
+{
+    pthread_mutex_lock(&d->lock);
+    struct weft_task *t = d->queue_head;
+    if (t) {
+        d->queue_head = t->link;
+        if (!d->queue_head)
+            d->queue_tail = &d->queue_head;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return t;
+}
+
+WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
+{
+    if (!t)
+        return -EINVAL;
+    struct weft__thread *th = weft__tls_fresh();
+    if (th->worker || !(th->current->flags & WEFT__CORO_ROOT) || th->driver)
+        return -EDEADLK;
+    weft__thread_setup(th);
+
+    struct weft__driver d;
+    weft__parker_init(&d.parker);
+    pthread_mutex_init(&d.lock, NULL);
+    d.queue_head = NULL;
+    d.queue_tail = &d.queue_head;
+    atomic_init(&d.done, 0);
+    atomic_init(&d.wakers, 0);
+    weft__timers_init(&d.timers);
+    th->driver = &d;
+
+    if (!t->started && !t->pool && !t->driver) {
+        /* Lazy: it runs here until it first suspends, and here again
+         * whenever it is woken while it belongs to no pool. */
+        t->driver = &d;
+        atomic_store_explicit(&t->waiter,
+                              (uintptr_t)&d | WEFT__WAITER_THREAD,
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->state,
+                              (atomic_load_explicit(&t->state,
+                                                    memory_order_relaxed) &
+                               ~(uint64_t)WEFT__T_LIFECYCLE) |
+                                  WEFT__T_RUNNING,
+                              memory_order_relaxed);
+        weft__task_run(t);
+    } else {
+        uintptr_t none = 0;
+        if (!atomic_compare_exchange_strong_explicit(
+                &t->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
+                memory_order_acq_rel, memory_order_acquire))
+            atomic_store_explicit(&d.done, 1, memory_order_relaxed);
+    }
+
+    while (!atomic_load_explicit(&d.done, memory_order_acquire)) {
+        struct weft_task *n = driver_pop(&d);
+        if (n) {
+            if (weft__task_claim_queued(n))
+                weft__task_run(n);
+            continue;
+        }
+        if (weft__timers_run(&d.timers, weft__now_ns()))
+            continue;
+        uint64_t next = weft__timers_next(&d.timers);
+        weft__parker_park(&d.parker, next == UINT64_MAX ? 0 : next);
+    }
+    /* The last waker's final touch of d must come before we return. */
+    while (atomic_load_explicit(&d.wakers, memory_order_acquire))
+        sched_yield();
+    th = weft__tls_fresh();
+    th->driver = NULL;
+    weft__timers_fini(&d.timers);
+    pthread_mutex_destroy(&d.lock);
+    weft__parker_fini(&d.parker);
+    consume(t, result);
+    return 0;
+}
+
+/* ------------------------------------------------------ schedule, yield */
+
+struct move_args {
+    struct weft_task *self;
+    weft_pool *to;
+};
+
+static void *move_action(void *arg, void *val)
+{
+    (void)val;
+    struct move_args *m = arg;
+    struct weft_task *self = m->self;
+    if (self->pool != m->to) {
+        if (self->pool)
+            weft__pool_leave(self->pool);
+        self->pool = m->to;
+        self->driver = NULL;
+    }
+    make_scheduled(self);
+    weft__pool_submit(self->pool, self);
+    return NULL;
+}
+
+WEFT_EXPORT int weft_yield(void)
+{
+    struct weft_task *self = weft__task_current();
+    struct weft__worker *w = weft__worker_current();
+    if (!self || !w)
+        return -EPERM;
+    struct move_args m = {self, w->pool};
+    weft__task_suspend(move_action, &m);
+    return 0;
+}
+
+WEFT_EXPORT int weft_schedule(weft_pool *pool)
+{
+    if (!pool)
+        return -EINVAL;
+    struct weft_task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    struct weft__worker *w = weft__worker_current();
+    if (w && w->pool == pool)
+        return weft_yield();
+    int err = weft__pool_arrive(pool);
+    if (err)
+        return err;
+    struct move_args m = {self, pool};
+    weft__task_suspend(move_action, &m);
+    return 0;
+}
