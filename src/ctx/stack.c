@@ -83,9 +83,9 @@ bool weft__stack_intact(const weft__stack *s)
     return true;
 }
 
-size_t weft__stack_usable(const weft__stack *s)
+size_t weft__stack_guard(void)
 {
-    return s->size - page_size();
+    return page_size();
 }
 
 static void say_unguarded_once(void)

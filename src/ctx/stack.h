@@ -86,7 +86,19 @@ static inline void weft__stack_free(const weft__stack *s)
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */
 bool weft__stack_intact(const weft__stack *s);
 
+/* The guard below the usable region (one page). */
+size_t weft__stack_guard(void);
+
 /* Usable bytes of a stack (what the coroutine may use). */
-size_t weft__stack_usable(const weft__stack *s);
+static inline size_t weft__stack_usable(const weft__stack *s)
+{
+    return s->size - weft__stack_guard();
+}
+
+/* Lowest usable address of a stack. */
+static inline void *weft__stack_low(const weft__stack *s)
+{
+    return (char *)s->map + weft__stack_guard();
+}
 
 #endif /* WEFT_STACK_H */

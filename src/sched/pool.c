@@ -1,9 +1,9 @@
 /*
  * pool.c — worker threads, the scheduler loop, work stealing and parking.
  *
- * Shape (Go's scheduler, DESIGN.md "The scheduler"): each worker owns a
- * bounded ring (runq.h) that it pushes and pops; thieves take half of a
- * victim's ring.  A global queue (liburcu's wait-free cds_wfcq) takes
+ * Shape (DESIGN.md "The scheduler"): each worker owns a bounded
+ * work-stealing deque (runq.h) that it pushes and pops at the bottom;
+ * thieves take up to half of a victim's deque from the top.  A global queue (liburcu's wait-free cds_wfcq) takes
  * tasks submitted from outside the pool and a full ring's overflow.  A
  * worker looks at the global queue first every 61 ticks, so tasks there
  * cannot starve behind a busy ring.  Rejected: one shared queue (every
@@ -205,25 +205,32 @@ static void wake_if_needed(weft_pool *p)
         wakep(p);
 }
 
-/* The ring is full: move half of it, and t, to the global queue. */
+/* The deque is full: move its older half, and t, to the global queue. */
 static void overflow(struct weft__worker *w, struct weft_task *t)
 {
-    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
-    unsigned n = weft__runq_take_half(&w->q, batch);
-    for (unsigned i = 0; i < n; i++)
-        inject(w->pool, batch[i]);
+    for (unsigned i = 0; i < WEFT__RUNQ_SIZE / 2; i++) {
+        struct weft_task *old = weft__runq_steal(&w->q);
+        if (!old)
+            break;
+        inject(w->pool, old);
+    }
     inject(w->pool, t);
+}
+
+/* Owner: push t on the local deque, spilling to the global queue. */
+static void push_local(struct weft__worker *w, struct weft_task *t)
+{
+    if (!weft__runq_push(&w->q, t))
+        overflow(w, t);
 }
 
 void weft__pool_submit(weft_pool *p, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
-    if (w && w->pool == p) {
-        if (!weft__runq_push(&w->q, t))
-            overflow(w, t);
-    } else {
+    if (w && w->pool == p)
+        push_local(w, t);
+    else
         inject(p, t);
-    }
     wake_if_needed(p);
 }
 
@@ -258,12 +265,10 @@ static struct weft_task *take_global(struct weft__worker *w)
     unsigned n = inject_take(p, batch, max);
     struct weft_task *run = NULL;
     for (unsigned i = 0; i < n; i++) {
-        if (!run) {
-            if (weft__task_claim_queued(batch[i]))
-                run = batch[i];
-        } else if (!weft__runq_push(&w->q, batch[i])) {
-            overflow(w, batch[i]);
-        }
+        if (!run && weft__task_claim_queued(batch[i]))
+            run = batch[i];
+        else if (run)
+            push_local(w, batch[i]);
     }
     return run;
 }
@@ -279,6 +284,28 @@ static uint32_t next_rand(struct weft__worker *w)
     return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
+/* Take one task from v's top, and move up to half of the rest of v's
+ * queue to ours (we are idle, so ours is empty): one steal then serves
+ * several tasks. */
+static struct weft_task *steal_from(struct weft__worker *w,
+                                    struct weft__worker *v)
+{
+    struct weft_task *run = NULL;
+    uint32_t n = (weft__runq_len(&v->q) + 1) / 2;
+    for (uint32_t i = 0; i < n; i++) {
+        struct weft_task *t = weft__runq_steal(&v->q);
+        if (!t)
+            break;
+        if (!run) {
+            if (weft__task_claim_queued(t))
+                run = t;
+        } else {
+            push_local(w, t);
+        }
+    }
+    return run;
+}
+
 static struct weft_task *steal_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
@@ -288,14 +315,11 @@ static struct weft_task *steal_work(struct weft__worker *w)
             struct weft__worker *v = p->workers[(start + i) % p->nworkers];
             if (v == w)
                 continue;
-            struct weft_task *t;
-            while ((t = weft__runq_steal(&w->q, &v->q))) {
-                if (weft__task_claim_queued(t))
-                    return t;
-                /* A stale entry: the rest moved to our ring. */
-                if ((t = pop_local(w)))
-                    return t;
-            }
+            struct weft_task *t = steal_from(w, v);
+            if (!t)
+                t = pop_local(w); /* what we moved, if the first was stale */
+            if (t)
+                return t;
         }
         struct weft_task *t = take_global(w);
         if (t)
@@ -417,7 +441,15 @@ static struct weft_task *find_work(struct weft__worker *w)
     for (;;) {
         struct weft_task *t = NULL;
         if (++w->tick % GLOBAL_EVERY == 0) {
+            /* Fairness: the global queue, then our own oldest task. */
             t = take_global(w);
+            while (!t && weft__runq_len(&w->q)) {
+                struct weft_task *old = weft__runq_steal(&w->q);
+                if (old && weft__task_claim_queued(old))
+                    t = old;
+                else if (!old)
+                    break;
+            }
             weft__timers_run(&p->timers, weft__now_ns());
         }
         if (!t)
@@ -486,7 +518,7 @@ static void drop_queued(weft_pool *p)
                                "a live task was left in a drained pool");
     for (unsigned i = 0; i < p->nworkers; i++) {
         struct weft_task *t;
-        while ((t = weft__runq_pop(&p->workers[i]->q)))
+        while ((t = weft__runq_steal(&p->workers[i]->q)))
             if (weft__task_claim_queued(t))
                 weft__coro_die(&t->co, "a live task was left in a drained pool");
     }

@@ -1,31 +1,46 @@
 /*
  * runq.h — a worker's local run queue (internal).
  *
- * A bounded ring of task pointers, Go's runq shape: the owning worker
- * pushes at the tail and pops at the head; thieves take half of it from the
- * head.  head and tail are free-running 32-bit counters (slot = counter mod
- * size), so a stale head can only be mistaken for a current one after 2^32
- * operations in the window between a thief's load and its CAS.
+ * A bounded Chase-Lev work-stealing deque (Chase & Lev, SPAA 2005), with
+ * the C11 orderings of Lê, Pop, Cohen and Zappa Nardelli, "Correct and
+ * Efficient Work-Stealing for Weak Memory Models" (PPoPP 2013).  The owner
+ * pushes and pops at the bottom (LIFO: a fork-join awaiter finds the child
+ * it just spawned there and runs it inline, and a task woken by the running
+ * one runs next on this warm core); thieves take from the top (FIFO: the
+ * oldest, typically largest, work moves).  The owner also takes from the
+ * top every 61 ticks, so nothing at the top starves under a stream of
+ * bottom pushes (the role Go and Tokio give to capping their LIFO slot).
  *
- *   operation  | who               | synchronisation
- *   -----------+-------------------+----------------------------------------
- *   push       | owner only        | store-release of tail publishes slot
- *   pop        | owner only        | CAS on head (thieves race for it)
- *   steal      | any other worker  | copies, then CAS on head; a failed CAS
- *              |                   | discards the copy (the owner may have
- *              |                   | reused the slots)
- *   len        | anyone            | a racy estimate
+ *   operation    | who             | synchronisation
+ *   -------------+-----------------+----------------------------------------
+ *   push         | owner only      | slot store, then release store of
+ *                |                 | bottom: a thief that sees the new
+ *                |                 | bottom sees the slot
+ *   pop          | owner only      | store bottom-1, seq_cst fence, read
+ *                |                 | top; a CAS on top only for the last
+ *                |                 | element, which a thief may be taking
+ *   steal        | anyone          | read top, seq_cst fence, read bottom,
+ *                |                 | read the slot, CAS top (one element)
+ *   peek_bottom  | owner only      | a plain look at the newest slot
+ *   len          | anyone          | a racy estimate
  *
- * Owner pushes never overwrite slots a thief may still be copying: a push
- * needs tail - head < size with the head it loaded, and a thief's copy is
- * of slots [head, head+n) that stay unwritten until head moves past them,
- * which makes the thief's CAS fail.
+ * Why the owner's pop and a thief's steal never both get one element: both
+ * sides store (bottom, or top via CAS) then read the other index, with a
+ * seq_cst fence between; so at least one sees the other's change.  When
+ * exactly one element is left both CAS top, and one CAS fails.
+ *
+ * A slot is never overwritten while a thief may still read it: a push into
+ * slot i (mod size) needs bottom - top < size, so the element a thief could
+ * be reading at top has been taken (top moved) before its slot is reused,
+ * and then that thief's CAS fails.  Indices are free-running 32-bit
+ * counters compared by signed difference.
  */
 #ifndef WEFT_RUNQ_H
 #define WEFT_RUNQ_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct weft_task;
@@ -33,37 +48,41 @@ struct weft_task;
 #define WEFT__RUNQ_SIZE 256u
 
 struct weft__runq {
-    _Alignas(64) _Atomic uint32_t head;  /* next to pop; CAS by all      */
-    _Alignas(64) _Atomic uint32_t tail;  /* next free; owner writes      */
+    _Alignas(64) _Atomic uint32_t top;     /* oldest; CAS by thieves   */
+    _Alignas(64) _Atomic uint32_t bottom;  /* next free; owner writes  */
     _Atomic(struct weft_task *) slot[WEFT__RUNQ_SIZE];
 };
 
 void weft__runq_init(struct weft__runq *q);
 
-/* Owner: append t.  Returns false if the ring is full (the caller moves
- * work to the global queue, see weft__runq_take_half). */
+/* Owner: push t at the bottom.  false if full (the caller moves work to the
+ * global queue with weft__runq_steal). */
 bool weft__runq_push(struct weft__runq *q, struct weft_task *t);
 
-/* Owner: the oldest task, or NULL if empty. */
+/* Owner: the newest task, or NULL if empty (or a thief took the last). */
 struct weft_task *weft__runq_pop(struct weft__runq *q);
 
-/* Owner: remove up to half of the ring (oldest first) into out[] (room
- * for WEFT__RUNQ_SIZE/2); returns the count.  For overflow to the global
- * queue. */
-unsigned weft__runq_take_half(struct weft__runq *q, struct weft_task **out);
+/* Anyone: the oldest task, or NULL if empty or lost to another taker. */
+struct weft_task *weft__runq_steal(struct weft__runq *q);
 
-/* Thief (the owner of dst): move half of src into dst, which must be
- * empty, and return one of them to run now (not left in dst); NULL if src
- * had nothing. */
-struct weft_task *weft__runq_steal(struct weft__runq *dst,
-                                   struct weft__runq *src);
+/* Owner: the newest task without taking it (NULL if empty). */
+static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
+{
+    uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    uint32_t t = atomic_load_explicit(&q->top, memory_order_relaxed);
+    if ((int32_t)(b - t) <= 0)
+        return NULL;
+    return atomic_load_explicit(&q->slot[(b - 1) & (WEFT__RUNQ_SIZE - 1)],
+                                memory_order_relaxed);
+}
 
 /* Anyone: roughly how many tasks are queued. */
 static inline uint32_t weft__runq_len(struct weft__runq *q)
 {
-    uint32_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-    uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    return t - h;
+    uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    uint32_t t = atomic_load_explicit(&q->top, memory_order_relaxed);
+    int32_t n = (int32_t)(b - t);
+    return n > 0 ? (uint32_t)n : 0;
 }
 
 #endif /* WEFT_RUNQ_H */
