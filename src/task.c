@@ -754,7 +754,8 @@ static void *move_action(void *arg, void *val)
         self->driver = NULL;
     }
     make_scheduled(self);
-    weft__pool_submit(self->pool, self);
+    /* Behind every task already queued: the yield's promise. */
+    weft__pool_submit_fifo(self->pool, self);
     return NULL;
 }
 

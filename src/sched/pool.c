@@ -234,6 +234,12 @@ void weft__pool_submit(weft_pool *p, struct weft_task *t)
     wake_if_needed(p);
 }
 
+void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
+{
+    inject(p, t);
+    wake_if_needed(p);
+}
+
 static void wake_all(weft_pool *p)
 {
     for (unsigned i = 0; i < p->nworkers; i++)
@@ -254,23 +260,19 @@ static struct weft_task *pop_local(struct weft__worker *w)
     return NULL;
 }
 
+/*
+ * One task from the global queue.  One, not a batch: a batch moved into the
+ * local deque would be reordered (LIFO), and tasks that yield go through
+ * the global queue, so yielding tasks must come out of it in FIFO order
+ * for round-robin to hold.
+ */
 static struct weft_task *take_global(struct weft__worker *w)
 {
-    weft_pool *p = w->pool;
-    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
-    /* A fair share, so one worker does not hoard the global queue. */
-    unsigned max = WEFT__RUNQ_SIZE / 2 / (p->nworkers > 1 ? 2 : 1);
-    if (weft__runq_len(&w->q) > WEFT__RUNQ_SIZE / 2)
-        max = 1;
-    unsigned n = inject_take(p, batch, max);
-    struct weft_task *run = NULL;
-    for (unsigned i = 0; i < n; i++) {
-        if (!run && weft__task_claim_queued(batch[i]))
-            run = batch[i];
-        else if (run)
-            push_local(w, batch[i]);
-    }
-    return run;
+    struct weft_task *t;
+    while (inject_take(w->pool, &t, 1))
+        if (weft__task_claim_queued(t))
+            return t;
+    return NULL;
 }
 
 static uint32_t next_rand(struct weft__worker *w)

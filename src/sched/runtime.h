@@ -171,6 +171,10 @@ struct weft__worker *weft__worker_current(void);
  */
 void weft__pool_submit(weft_pool *pool, struct weft_task *t);
 
+/* Queue t behind everything already queued on pool (the global queue):
+ * for a yield, which the local deque (LIFO) would run again at once. */
+void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
+
 /* A timer earlier than any before was armed: make sure some worker is
  * awake to notice (wakes an idle one unless one is searching). */
 void weft__pool_kick(weft_pool *pool);

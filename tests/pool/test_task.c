@@ -1,0 +1,1089 @@
+/*
+ * test_task.c — weft/task.h: spawn, await, sync_wait, detach, schedule,
+ * yield, and their error returns.
+ *
+ * Task bodies report through CHECK (see wt.h), never through cmocka asserts.
+ */
+#include "wt.h"
+
+static int sentinel_obj;
+#define SENTINEL_TASK ((weft_task *)(void *)&sentinel_obj)
+#define SENTINEL_VAL ((void *)&sentinel_obj)
+
+static void *ret_arg(void *arg) { return arg; }
+static void *times3(void *arg) { return P(I(arg) * 3); }
+
+/* ------------------------------------------------------------------ */
+/* spawn + await                                                        */
+
+static void *await_children(void *arg)
+{
+    intptr_t k = I(arg);
+    weft_pool *p = weft_pool_current();
+    CHECK(p != NULL);
+    weft_task **t = calloc((size_t)k, sizeof *t);
+    CHECK(t != NULL);
+    if (!t)
+        return P(-1);
+    for (intptr_t i = 0; i < k; i++)
+        CHECK_EQ(weft_spawn(p, times3, P(i), &t[i]), 0);
+    intptr_t bad = 0;
+    /* await in reverse order */
+    for (intptr_t i = k - 1; i >= 0; i--) {
+        void *r = P(-1);
+        CHECK_EQ(weft_await(t[i], &r), 0);
+        if (I(r) != 3 * i)
+            bad++;
+        CHECK_PTR_EQ(weft_pool_current(), p);
+    }
+    free(t);
+    return P(bad);
+}
+
+static void test_spawn_await_values(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    /* from main: sync_wait each */
+    weft_task *t[64];
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(weft_spawn(p, times3, P(i), &t[i]), 0);
+    for (int i = 0; i < 64; i++) {
+        void *r = P(-1);
+        assert_int_equal(weft_sync_wait(t[i], &r), 0);
+        assert_int_equal(I(r), 3 * i);
+    }
+    /* from a task: await each; result pointer may be NULL */
+    assert_int_equal(I(wt_run(p, await_children, P(64))), 0);
+    weft_task *u = NULL;
+    assert_int_equal(weft_spawn(p, times3, P(1), &u), 0);
+    assert_int_equal(weft_sync_wait(u, NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* await of a task that has already ended returns at once. */
+struct fin {
+    atomic_int done;
+    weft_task *t;
+};
+
+static void *fin_body(void *arg)
+{
+    struct fin *f = arg;
+    atomic_store(&f->done, 1);
+    return P(42);
+}
+
+static void *await_finished_on_main(void *arg)
+{
+    struct fin *f = arg;
+    pthread_t me = wt_self();
+    void *r = P(-1);
+    CHECK_EQ(weft_await(f->t, &r), 0);
+    CHECK_EQ(I(r), 42);
+    /* it did not wait anywhere: still on the driving thread, no pool */
+    CHECK(pthread_equal(wt_self(), me));
+    CHECK(weft_pool_current() == NULL);
+    return P(1);
+}
+
+static void *await_finished_in_pool(void *arg)
+{
+    weft_pool *p = weft_pool_current();
+    struct fin f;
+    atomic_store(&f.done, 0);
+    CHECK_EQ(weft_spawn(p, fin_body, &f, &f.t), 0);
+    while (!atomic_load(&f.done))
+        CHECK_EQ(weft_yield(), 0);
+    /* let it finish returning */
+    wt_sleep_ms(5);
+    void *r = P(-1);
+    CHECK_EQ(weft_await(f.t, &r), 0);
+    CHECK_EQ(I(r), 42);
+    return arg;
+}
+
+static void test_await_finished(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    for (int i = 0; i < 20; i++) {
+        struct fin f;
+        atomic_store(&f.done, 0);
+        assert_int_equal(weft_spawn(p, fin_body, &f, &f.t), 0);
+        /* make sure it has ended: it set done, then sync_wait a helper
+         * spawned after it, then a short sleep */
+        while (!atomic_load(&f.done))
+            sched_yield();
+        assert_int_equal(I(wt_run(p, ret_arg, P(3))), 3);
+        wt_sleep_ms(2);
+        assert_int_equal(I(wt_run_lazy(await_finished_on_main, &f)), 1);
+    }
+    assert_int_equal(I(wt_run(p, await_finished_in_pool, P(9))), 9);
+    /* a finished task can also be sync_waited */
+    struct fin f;
+    atomic_store(&f.done, 0);
+    assert_int_equal(weft_spawn(p, fin_body, &f, &f.t), 0);
+    while (!atomic_load(&f.done))
+        sched_yield();
+    wt_sleep_ms(2);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(f.t, &r), 0);
+    assert_int_equal(I(r), 42);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* 100,000 spawned tasks awaited by one task. */
+enum { MANY = 100000 };
+
+static void *ret_index(void *arg) { return arg; }
+
+static void *await_many(void *arg)
+{
+    (void)arg;
+    weft_pool *p = weft_pool_current();
+    weft_task **t = malloc(MANY * sizeof *t);
+    CHECK(t != NULL);
+    if (!t)
+        return P(-1);
+    long long sum = 0;
+    int spawn_fail = 0, wrong = 0;
+    for (intptr_t i = 0; i < MANY; i++)
+        if (weft_spawn(p, ret_index, P(i), &t[i]) != 0) {
+            spawn_fail++;
+            t[i] = NULL;
+        }
+    CHECK_EQ(spawn_fail, 0);
+    for (intptr_t i = 0; i < MANY; i++) {
+        if (!t[i])
+            continue;
+        void *r = NULL;
+        CHECK_EQ(weft_await(t[i], &r), 0);
+        if (I(r) != i)
+            wrong++;
+        sum += I(r);
+    }
+    CHECK_EQ(wrong, 0);
+    free(t);
+    return P(sum);
+}
+
+static void test_await_100k(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    long long want = (long long)MANY * (MANY - 1) / 2;
+    assert_int_equal(I(wt_run(p, await_many, NULL)), want);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A 10,000-deep chain of lazy awaits on default stacks. */
+enum { CHAIN = 10000 };
+static atomic_long chain_max;
+
+static void *chain(void *arg)
+{
+    intptr_t d = I(arg);
+    long cur = atomic_load(&chain_max);
+    while (d > cur && !atomic_compare_exchange_weak(&chain_max, &cur, d))
+        ;
+    if (d == CHAIN - 1)
+        return P(d);
+    weft_task *t = NULL;
+    int rc = weft_task_create(&t, chain, P(d + 1), NULL);
+    CHECK_EQ(rc, 0);
+    if (rc != 0)
+        return P(-1);
+    void *r = P(-1);
+    CHECK_EQ(weft_await(t, &r), 0);
+    return r;
+}
+
+static void test_lazy_chain(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    atomic_store(&chain_max, -1);
+    assert_int_equal(I(wt_run(p, chain, P(0))), CHAIN - 1);
+    assert_int_equal(atomic_load(&chain_max), CHAIN - 1);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* The same chain, driven by sync_wait on main with no pool at all. */
+static void test_lazy_chain_on_main(void **state)
+{
+    (void)state;
+    atomic_store(&chain_max, -1);
+    assert_int_equal(I(wt_run_lazy(chain, P(0))), CHAIN - 1);
+    assert_int_equal(atomic_load(&chain_max), CHAIN - 1);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Misuse                                                               */
+
+static atomic_int lazy_runs;
+
+static void *count_run(void *arg)
+{
+    atomic_fetch_add(&lazy_runs, 1);
+    return arg;
+}
+
+static void *await_in_coro(void *arg)
+{
+    weft_task *t = arg;
+    void *r = SENTINEL_VAL;
+    int rc = weft_await(t, &r);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    return P(rc);
+}
+
+static void *thread_await(void *arg)
+{
+    weft_task *t = arg;
+    void *r = SENTINEL_VAL;
+    int rc = weft_await(t, &r);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    return P(rc);
+}
+
+/* weft_await outside a task: -EPERM, and the handle is not consumed. */
+static void test_await_outside_task(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    atomic_store(&lazy_runs, 0);
+
+    /* lazy, on main */
+    weft_task *t = NULL;
+    assert_int_equal(weft_task_create(&t, count_run, P(5), NULL), 0);
+    void *r = SENTINEL_VAL;
+    assert_int_equal(weft_await(t, &r), -EPERM);
+    assert_ptr_equal(r, SENTINEL_VAL);
+    assert_int_equal(atomic_load(&lazy_runs), 0); /* it did not start */
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 5);
+    assert_int_equal(atomic_load(&lazy_runs), 1);
+
+    /* spawned, on main */
+    assert_int_equal(weft_spawn(p, count_run, P(6), &t), 0);
+    assert_int_equal(weft_await(t, &r), -EPERM);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 6);
+
+    /* spawned, on another plain thread */
+    assert_int_equal(weft_spawn(p, count_run, P(7), &t), 0);
+    assert_int_equal(I(wt_join(wt_thread(thread_await, t))), -EPERM);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 7);
+
+    /* in a standalone coroutine (not a task) */
+    assert_int_equal(weft_task_create(&t, count_run, P(8), NULL), 0);
+    weft_coro *co = NULL;
+    assert_int_equal(weft_coro_create(&co, await_in_coro, NULL), 0);
+    void *out = NULL;
+    assert_int_equal(weft_coro_resume(co, t, &out), 0);
+    assert_int_equal(I(out), -EPERM);
+    assert_int_equal(weft_coro_destroy(co), 0);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 8);
+
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_sync_wait inside a task: -EDEADLK, not consumed. */
+static atomic_int lazy_started;
+
+static void *mark_started(void *arg)
+{
+    atomic_store(&lazy_started, 1);
+    return arg;
+}
+
+static void *sync_wait_in_task(void *arg)
+{
+    (void)arg;
+    weft_pool *p = weft_pool_current();
+    int bad = 0;
+
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn(p, times3, P(7), &t), 0);
+    void *r = SENTINEL_VAL;
+    CHECK_EQ(weft_sync_wait(t, &r), -EDEADLK);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    CHECK_EQ(weft_await(t, &r), 0);
+    CHECK_EQ(I(r), 21);
+
+    atomic_store(&lazy_started, 0);
+    CHECK_EQ(weft_task_create(&t, mark_started, P(4), NULL), 0);
+    CHECK_EQ(weft_sync_wait(t, &r), -EDEADLK);
+    CHECK_EQ(atomic_load(&lazy_started), 0);
+    CHECK_EQ(weft_await(t, &r), 0);
+    CHECK_EQ(I(r), 4);
+    CHECK_EQ(atomic_load(&lazy_started), 1);
+    return P(bad);
+}
+
+static void *sync_wait_in_coro(void *arg)
+{
+    weft_task *t = arg;
+    void *r = SENTINEL_VAL;
+    int rc = weft_sync_wait(t, &r);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    return P(rc);
+}
+
+static void test_sync_wait_in_task(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    assert_int_equal(I(wt_run(p, sync_wait_in_task, NULL)), 0);
+
+    /* in a lazy task driven by sync_wait on main: it is a coroutine */
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn(p, times3, P(2), &t), 0);
+    assert_int_equal(I(wt_run_lazy(sync_wait_in_coro, t)), -EDEADLK);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 6);
+
+    /* in a standalone coroutine */
+    assert_int_equal(weft_spawn(p, times3, P(3), &t), 0);
+    weft_coro *co = NULL;
+    assert_int_equal(weft_coro_create(&co, sync_wait_in_coro, NULL), 0);
+    void *out = NULL;
+    assert_int_equal(weft_coro_resume(co, t, &out), 0);
+    assert_int_equal(I(out), -EDEADLK);
+    assert_int_equal(weft_coro_destroy(co), 0);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 9);
+
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* NULL and out-of-range arguments. */
+static void *null_args_in_task(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(weft_await(NULL, NULL), -EINVAL);
+    void *r = SENTINEL_VAL;
+    CHECK_EQ(weft_await(NULL, &r), -EINVAL);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    CHECK_EQ(weft_schedule(NULL), -EINVAL);
+    /* in a task sync_wait(NULL) is refused either way */
+    int rc = weft_sync_wait(NULL, NULL);
+    CHECK(rc == -EINVAL || rc == -EDEADLK);
+    return P(1);
+}
+
+static void test_null_args(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+
+    weft_task *t = SENTINEL_TASK;
+    assert_int_equal(weft_spawn(NULL, ret_arg, NULL, &t), -EINVAL);
+    assert_ptr_equal(t, SENTINEL_TASK);
+    assert_int_equal(weft_spawn(NULL, ret_arg, NULL, NULL), -EINVAL);
+    assert_int_equal(weft_spawn(p, NULL, NULL, &t), -EINVAL);
+    assert_ptr_equal(t, SENTINEL_TASK);
+    assert_int_equal(weft_spawn(p, NULL, NULL, NULL), -EINVAL);
+
+    assert_int_equal(weft_task_create(NULL, ret_arg, NULL, NULL), -EINVAL);
+    assert_int_equal(weft_task_create(&t, NULL, NULL, NULL), -EINVAL);
+    assert_ptr_equal(t, SENTINEL_TASK);
+    weft_coro_opts big = { .stack_size = ((size_t)1 << 30) + 4096 };
+    assert_int_equal(weft_task_create(&t, ret_arg, NULL, &big), -EINVAL);
+    assert_ptr_equal(t, SENTINEL_TASK);
+
+    assert_int_equal(weft_sync_wait(NULL, NULL), -EINVAL);
+    void *r = SENTINEL_VAL;
+    assert_int_equal(weft_sync_wait(NULL, &r), -EINVAL);
+    assert_ptr_equal(r, SENTINEL_VAL);
+    assert_int_equal(weft_task_detach(NULL), -EINVAL);
+
+    assert_int_equal(I(wt_run(p, null_args_in_task, NULL)), 1);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_await of the calling task itself: -EINVAL, not consumed. */
+struct self_await {
+    weft_event go;
+    weft_task *self;
+};
+
+static void *await_self(void *arg)
+{
+    struct self_await *sa = arg;
+    CHECK_EQ(weft_event_wait(&sa->go), 0);
+    void *r = SENTINEL_VAL;
+    int rc = weft_await(sa->self, &r);
+    CHECK_PTR_EQ(r, SENTINEL_VAL);
+    return P(rc);
+}
+
+static void test_await_self(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct self_await sa;
+    weft_event_init(&sa.go);
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn(p, await_self, &sa, &t), 0);
+    sa.self = t;
+    weft_event_set(&sa.go);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), -EINVAL);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* detach                                                               */
+
+enum { NDETACH = 20000 };
+static atomic_int detach_count;
+static weft_event detach_done;
+
+static void *detached_body(void *arg)
+{
+    (void)arg;
+    if (atomic_fetch_add(&detach_count, 1) + 1 == NDETACH)
+        weft_event_set(&detach_done);
+    return NULL;
+}
+
+static void test_detach_all_run(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    atomic_store(&detach_count, 0);
+    weft_event_init(&detach_done);
+    for (int i = 0; i < NDETACH; i++) {
+        if (i % 2) {
+            assert_int_equal(weft_spawn(p, detached_body, NULL, NULL), 0);
+        } else {
+            weft_task *t = NULL;
+            assert_int_equal(weft_spawn(p, detached_body, NULL, &t), 0);
+            assert_int_equal(weft_task_detach(t), 0);
+        }
+    }
+    assert_int_equal(weft_event_wait(&detach_done), 0);
+    assert_int_equal(atomic_load(&detach_count), NDETACH);
+    wt_destroy(p);
+    assert_int_equal(atomic_load(&detach_count), NDETACH);
+    WT_CLEAN();
+}
+
+static atomic_int never_count;
+
+static void *never_body(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&never_count, 1);
+    return NULL;
+}
+
+static void *detach_lazy_in_task(void *arg)
+{
+    (void)arg;
+    weft_task *t = NULL;
+    CHECK_EQ(weft_task_create(&t, never_body, NULL, NULL), 0);
+    CHECK_EQ(weft_task_detach(t), 0);
+    return NULL;
+}
+
+/* A detached lazy task that never ran is freed without running. */
+static void test_detach_lazy_never_runs(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    atomic_store(&never_count, 0);
+    for (int i = 0; i < 1000; i++) {
+        weft_task *t = NULL;
+        assert_int_equal(weft_task_create(&t, never_body, NULL, NULL), 0);
+        assert_int_equal(weft_task_detach(t), 0);
+    }
+    weft_pool *p = wt_pool(n);
+    for (int i = 0; i < 100; i++)
+        wt_run(p, detach_lazy_in_task, NULL);
+    wt_destroy(p);
+    wt_sleep_ms(10);
+    assert_int_equal(atomic_load(&never_count), 0);
+    WT_CLEAN();
+}
+
+/* Detach of a finished task, of a running (blocked) one, from a task. */
+struct det {
+    weft_event go;
+    atomic_int ran;
+    weft_event ended;
+};
+
+static void *det_wait_go(void *arg)
+{
+    struct det *d = arg;
+    CHECK_EQ(weft_event_wait(&d->go), 0);
+    atomic_fetch_add(&d->ran, 1);
+    weft_event_set(&d->ended);
+    return NULL;
+}
+
+static void *det_fast(void *arg)
+{
+    struct det *d = arg;
+    atomic_fetch_add(&d->ran, 1);
+    return NULL;
+}
+
+static void *det_from_task(void *arg)
+{
+    struct det *d = arg;
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn(weft_pool_current(), det_wait_go, d, &t), 0);
+    CHECK_EQ(weft_task_detach(t), 0);
+    return NULL;
+}
+
+static void test_detach_states(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct det d;
+
+    /* finished */
+    weft_event_init(&d.go);
+    weft_event_init(&d.ended);
+    atomic_store(&d.ran, 0);
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn(p, det_fast, &d, &t), 0);
+    while (atomic_load(&d.ran) == 0)
+        sched_yield();
+    wt_sleep_ms(2);
+    assert_int_equal(weft_task_detach(t), 0);
+
+    /* running, blocked on an event */
+    atomic_store(&d.ran, 0);
+    assert_int_equal(weft_spawn(p, det_wait_go, &d, &t), 0);
+    assert_int_equal(weft_task_detach(t), 0);
+    weft_event_set(&d.go);
+    assert_int_equal(weft_event_wait(&d.ended), 0);
+    assert_int_equal(atomic_load(&d.ran), 1);
+
+    /* from a task */
+    weft_event_init(&d.go);
+    weft_event_init(&d.ended);
+    atomic_store(&d.ran, 0);
+    wt_run(p, det_from_task, &d);
+    weft_event_set(&d.go);
+    assert_int_equal(weft_event_wait(&d.ended), 0);
+    wt_destroy(p);
+    assert_int_equal(atomic_load(&d.ran), 1);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* sync_wait                                                            */
+
+struct hop {
+    weft_pool *p;
+    pthread_t caller;
+};
+
+/* Lazy: runs on the caller until it hops with weft_schedule. */
+static void *hop_body(void *arg)
+{
+    struct hop *h = arg;
+    CHECK(weft_pool_current() == NULL);
+    CHECK(pthread_equal(wt_self(), h->caller));
+    CHECK(weft_coro_current() != NULL);
+    CHECK_EQ(weft_schedule(h->p), 0);
+    CHECK_PTR_EQ(weft_pool_current(), h->p);
+    CHECK(!pthread_equal(wt_self(), h->caller));
+    return P(123);
+}
+
+static void test_sync_wait_lazy_hop(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct hop h = { .p = p, .caller = pthread_self() };
+    for (int i = 0; i < 200; i++)
+        assert_int_equal(I(wt_run_lazy(hop_body, &h)), 123);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+static void *nohop_body(void *arg)
+{
+    struct hop *h = arg;
+    CHECK(weft_pool_current() == NULL);
+    CHECK(pthread_equal(wt_self(), h->caller));
+    CHECK(weft_coro_current() != NULL);
+    return P(456);
+}
+
+/* Lazy that never hops: runs entirely on the calling thread. */
+static void test_sync_wait_lazy_no_hop(void **state)
+{
+    (void)state;
+    struct hop h = { .p = NULL, .caller = pthread_self() };
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(I(wt_run_lazy(nohop_body, &h)), 456);
+    assert_null(weft_coro_current());
+    WT_CLEAN();
+}
+
+static void *spawned_body(void *arg)
+{
+    struct hop *h = arg;
+    CHECK_PTR_EQ(weft_pool_current(), h->p);
+    CHECK(!pthread_equal(wt_self(), h->caller));
+    return P(789);
+}
+
+static void test_sync_wait_spawned(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct hop h = { .p = p, .caller = pthread_self() };
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(I(wt_run(p, spawned_body, &h)), 789);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* 8 plain threads sync_waiting at once, 1000 tasks each. */
+struct swt {
+    weft_pool *p;
+    int id;
+    int bad;
+};
+
+static void *sw_thread(void *arg)
+{
+    struct swt *s = arg;
+    struct hop h = { .p = s->p, .caller = pthread_self() };
+    for (int i = 0; i < 1000; i++) {
+        weft_task *t = NULL;
+        void *r = NULL;
+        intptr_t want;
+        int rc;
+        switch (i % 3) {
+        case 0:
+            rc = weft_spawn(s->p, times3, P(s->id * 10000 + i), &t);
+            want = 3 * (s->id * 10000 + i);
+            break;
+        case 1:
+            rc = weft_task_create(&t, hop_body, &h, NULL);
+            want = 123;
+            break;
+        default:
+            rc = weft_task_create(&t, nohop_body, &h, NULL);
+            want = 456;
+            break;
+        }
+        CHECK_EQ(rc, 0);
+        if (rc != 0) {
+            s->bad++;
+            continue;
+        }
+        CHECK_EQ(weft_sync_wait(t, &r), 0);
+        if (I(r) != want)
+            s->bad++;
+    }
+    return NULL;
+}
+
+static void test_sync_wait_threads(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct swt s[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        s[i] = (struct swt){ .p = p, .id = i, .bad = 0 };
+        th[i] = wt_thread(sw_thread, &s[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        wt_join(th[i]);
+        assert_int_equal(s[i].bad, 0);
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A lazy task driven by sync_wait awaits a spawned task: it suspends on
+ * the driving thread, then continues and gets the value. */
+static void *slow_value(void *arg)
+{
+    wt_sleep_ms(3);
+    return arg;
+}
+
+static void *lazy_hops_then_value(void *arg)
+{
+    weft_pool *p = arg;
+    CHECK_EQ(weft_schedule(p), 0);
+    wt_sleep_ms(1);
+    return P(55);
+}
+
+struct drv {
+    weft_pool *p;
+    pthread_t caller;
+    int check_thread;
+};
+
+static void *driven_awaits(void *arg)
+{
+    struct drv *d = arg;
+    intptr_t sum = 0;
+    for (int i = 0; i < 10; i++) {
+        weft_task *t = NULL;
+        CHECK_EQ(weft_spawn(d->p, slow_value, P(i), &t), 0);
+        void *r = P(-1);
+        CHECK_EQ(weft_await(t, &r), 0);
+        CHECK_EQ(I(r), i);
+        sum += I(r);
+        if (d->check_thread) {
+            /* belongs to no pool: resumed on the sync_wait thread */
+            CHECK(pthread_equal(wt_self(), d->caller));
+            CHECK(weft_pool_current() == NULL);
+        }
+    }
+    /* a lazy child that hops to the pool */
+    weft_task *c = NULL;
+    CHECK_EQ(weft_task_create(&c, lazy_hops_then_value, d->p, NULL), 0);
+    void *r = P(-1);
+    CHECK_EQ(weft_await(c, &r), 0);
+    CHECK_EQ(I(r), 55);
+    return P(sum);
+}
+
+static void test_sync_wait_lazy_awaits_spawned(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct drv d = { .p = p, .caller = pthread_self(), .check_thread = 0 };
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(I(wt_run_lazy(driven_awaits, &d)), 45);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* DESIGN.md / task.h (sync_wait): "if it suspends while belonging to no
+ * pool, it is resumed on this same thread when woken". */
+static void test_sync_wait_lazy_resumes_on_caller(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    struct drv d = { .p = p, .caller = pthread_self(), .check_thread = 1 };
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(I(wt_run_lazy(driven_awaits, &d)), 45);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* schedule / yield                                                     */
+
+static void *sched_errors_in_coro(void *arg)
+{
+    int rc = weft_schedule(NULL); /* both are wrong: either error */
+    CHECK(rc == -EINVAL || rc == -EPERM);
+    return P(weft_schedule((weft_pool *)arg) * 1000 + weft_yield());
+}
+
+static void *yield_in_lazy(void *arg)
+{
+    (void)arg;
+    return P(weft_yield());
+}
+
+static void *sched_null_in_task(void *arg)
+{
+    (void)arg;
+    weft_pool *p = weft_pool_current();
+    CHECK_EQ(weft_schedule(NULL), -EINVAL);
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    /* same pool: a yield */
+    CHECK_EQ(weft_schedule(p), 0);
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    CHECK_EQ(weft_yield(), 0);
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    return P(1);
+}
+
+static void test_schedule_errors(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    int rc = weft_schedule(NULL); /* both are wrong: either error */
+    assert_true(rc == -EINVAL || rc == -EPERM);
+    assert_int_equal(weft_schedule(p), -EPERM);
+    assert_int_equal(weft_yield(), -EPERM);
+
+    /* standalone coroutine: not a task */
+    weft_coro *co = NULL;
+    assert_int_equal(weft_coro_create(&co, sched_errors_in_coro, NULL), 0);
+    void *out = NULL;
+    assert_int_equal(weft_coro_resume(co, p, &out), 0);
+    assert_int_equal(I(out), -EPERM * 1000 + -EPERM);
+    assert_int_equal(weft_coro_destroy(co), 0);
+
+    /* a task on no pool may not yield */
+    assert_int_equal(I(wt_run_lazy(yield_in_lazy, NULL)), -EPERM);
+
+    assert_int_equal(I(wt_run(p, sched_null_in_task, NULL)), 1);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A task moves between two pools. */
+struct two {
+    weft_pool *a, *b;
+};
+
+static int name_has_prefix(const char *prefix)
+{
+    char buf[32] = { 0 };
+    if (pthread_getname_np(pthread_self(), buf, sizeof buf) != 0)
+        return 0;
+    return strncmp(buf, prefix, strlen(prefix)) == 0;
+}
+
+static void *hop_between(void *arg)
+{
+    struct two *tw = arg;
+    CHECK_PTR_EQ(weft_pool_current(), tw->a);
+    for (int i = 0; i < 200; i++) {
+        weft_pool *to = (i % 2) ? tw->a : tw->b;
+        CHECK_EQ(weft_schedule(to), 0);
+        CHECK_PTR_EQ(weft_pool_current(), to);
+        CHECK(name_has_prefix(to == tw->a ? "pa-" : "pb-"));
+    }
+    return P(7);
+}
+
+static void test_schedule_two_pools(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    struct two tw;
+    tw.a = wt_pool_named(n, "pa");
+    tw.b = wt_pool_named(n, "pb");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(I(wt_run(tw.a, hop_between, &tw)), 7);
+    wt_destroy(tw.a);
+    wt_destroy(tw.b);
+    WT_CLEAN();
+}
+
+/* Yield round-robin on a 1-thread pool. */
+enum { YROUNDS = 1000, YMAX = 3 };
+
+struct ylog {
+    atomic_int len;
+    unsigned char log[YMAX * YROUNDS];
+};
+
+struct yarg {
+    struct ylog *lg;
+    int id;
+};
+
+static void *yielder(void *arg)
+{
+    struct yarg *y = arg;
+    for (int i = 0; i < YROUNDS; i++) {
+        int k = atomic_fetch_add(&y->lg->len, 1);
+        y->lg->log[k] = (unsigned char)y->id;
+        CHECK_EQ(weft_yield(), 0);
+    }
+    return NULL;
+}
+
+struct yroot {
+    int ntasks;
+    struct ylog *lg;
+};
+
+static void *yield_root(void *arg)
+{
+    struct yroot *yr = arg;
+    struct yarg ya[YMAX];
+    weft_task *t[YMAX];
+    for (int i = 0; i < yr->ntasks; i++) {
+        ya[i] = (struct yarg){ .lg = yr->lg, .id = i };
+        CHECK_EQ(weft_spawn(weft_pool_current(), yielder, &ya[i], &t[i]), 0);
+    }
+    for (int i = 0; i < yr->ntasks; i++)
+        CHECK_EQ(weft_await(t[i], NULL), 0);
+    return NULL;
+}
+
+/* While every task is alive (from the first index at which all have
+ * appeared to the last entry of the first one to finish), between two
+ * entries of one task every other task appears exactly once. */
+static void check_round_robin(const struct ylog *lg, int k)
+{
+    int len = atomic_load(&lg->len);
+    assert_int_equal(len, k * YROUNDS);
+    int first[YMAX], last[YMAX];
+    for (int i = 0; i < k; i++)
+        first[i] = -1, last[i] = -1;
+    for (int i = 0; i < len; i++) {
+        int id = lg->log[i];
+        if (first[id] < 0)
+            first[id] = i;
+        last[id] = i;
+    }
+    int start = 0, end = len - 1;
+    for (int i = 0; i < k; i++) {
+        assert_true(first[i] >= 0);
+        if (first[i] > start)
+            start = first[i];
+        if (last[i] < end)
+            end = last[i];
+    }
+    assert_true(end - start > k * (YROUNDS - 10)); /* they did overlap */
+    for (int i = start + k; i <= end; i++) {
+        if (lg->log[i] != lg->log[i - k]) {
+            fprintf(stderr, "round-robin broken at log[%d]:", i);
+            for (int j = i - k - 4 < 0 ? 0 : i - k - 4; j <= i + 4 && j < len; j++)
+                fprintf(stderr, " %d", lg->log[j]);
+            fprintf(stderr, "\n");
+            fail();
+        }
+    }
+    for (int i = start; i + k - 1 <= end && i < start + k; i++) {
+        /* the first window holds each task once */
+        unsigned seen = 0;
+        for (int j = i; j < i + k; j++)
+            seen |= 1u << lg->log[j];
+        assert_int_equal(seen, (1u << k) - 1);
+    }
+}
+
+static void test_yield_round_robin(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(1);
+    for (int k = 2; k <= 3; k++) {
+        struct ylog *lg = calloc(1, sizeof *lg);
+        assert_non_null(lg);
+        struct yroot yr = { .ntasks = k, .lg = lg };
+        wt_run(p, yield_root, &yr);
+        check_round_robin(lg, k);
+        free(lg);
+    }
+    /* spawned from main one after the other: alternation once both run */
+    struct ylog *lg = calloc(1, sizeof *lg);
+    assert_non_null(lg);
+    struct yarg ya[2] = { { lg, 0 }, { lg, 1 } };
+    weft_task *t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(weft_spawn(p, yielder, &ya[i], &t[i]), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(weft_sync_wait(t[i], NULL), 0);
+    /* no overlap assertion here: the first may finish before the second
+     * is spawned; check alternation wherever both were alive */
+    int len = atomic_load(&lg->len), first1 = -1, last0 = -1, first0 = -1,
+        last1 = -1;
+    for (int i = 0; i < len; i++) {
+        if (lg->log[i] == 0) {
+            if (first0 < 0)
+                first0 = i;
+            last0 = i;
+        } else {
+            if (first1 < 0)
+                first1 = i;
+            last1 = i;
+        }
+    }
+    int s = first0 > first1 ? first0 : first1;
+    int e = last0 < last1 ? last0 : last1;
+    for (int i = s + 1; i <= e; i++)
+        assert_int_not_equal(lg->log[i], lg->log[i - 1]);
+    free(lg);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* Yield on n threads lets a task waiting in a queue run (no starvation
+ * while another task yields in a loop). */
+static atomic_int flag_set;
+
+static void *set_flag(void *arg)
+{
+    (void)arg;
+    atomic_store(&flag_set, 1);
+    return NULL;
+}
+
+static void *yield_until_flag(void *arg)
+{
+    (void)arg;
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn(weft_pool_current(), set_flag, NULL, &t), 0);
+    long spins = 0;
+    while (!atomic_load(&flag_set)) {
+        CHECK_EQ(weft_yield(), 0);
+        if (++spins > 100000000L) {
+            CHECK(!"yield starved the queued task");
+            break;
+        }
+    }
+    CHECK_EQ(weft_await(t, NULL), 0);
+    return NULL;
+}
+
+static void test_yield_lets_queued_run(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    for (int i = 0; i < 100; i++) {
+        atomic_store(&flag_set, 0);
+        wt_run(p, yield_until_flag, NULL);
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+int main(void)
+{
+    wt_main_init();
+    const struct CMUnitTest tests[] = {
+        WT_TEST(test_spawn_await_values),
+        WT_TEST(test_await_finished),
+        WT_TEST(test_await_100k),
+        WT_TEST(test_lazy_chain),
+        WT_TEST1(test_lazy_chain_on_main),
+        WT_TEST(test_await_outside_task),
+        WT_TEST(test_sync_wait_in_task),
+        WT_TEST(test_null_args),
+        WT_TEST(test_await_self),
+        WT_TEST(test_detach_all_run),
+        WT_TEST(test_detach_lazy_never_runs),
+        WT_TEST(test_detach_states),
+        WT_TEST(test_sync_wait_lazy_hop),
+        WT_TEST1(test_sync_wait_lazy_no_hop),
+        WT_TEST(test_sync_wait_spawned),
+        WT_TEST(test_sync_wait_threads),
+        WT_TEST(test_sync_wait_lazy_awaits_spawned),
+        WT_TEST(test_sync_wait_lazy_resumes_on_caller),
+        WT_TEST(test_schedule_errors),
+        WT_TEST(test_schedule_two_pools),
+        WT_TEST1(test_yield_round_robin),
+        WT_TEST(test_yield_lets_queued_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

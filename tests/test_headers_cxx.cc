@@ -1,0 +1,20 @@
+// test_headers_cxx.cc — the public headers compile as C++ and link
+// (extern "C" linkage is right, no C-only syntax).
+#include <weft/weft.h>
+
+#include <cstdio>
+#include <cstring>
+
+int main()
+{
+    const char *s = weft_strerror(-EINVAL);
+    if (s == nullptr || std::strcmp(s, "unknown error") == 0) {
+        std::fprintf(stderr, "weft_strerror(-EINVAL) gave %s\n", s ? s : "NULL");
+        return 1;
+    }
+    if (weft_coro_status(nullptr) != WEFT_CORO_DEAD) {
+        std::fprintf(stderr, "weft_coro_status(NULL) is not DEAD\n");
+        return 1;
+    }
+    return 0;
+}
