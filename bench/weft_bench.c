@@ -3,7 +3,7 @@
  * prints one table.
  *
  *   weft-bench [--list] [--only NAME[,NAME...]] [--runs R] [--quick]
- *              [--size N] [--peer-dir DIR]
+ *              [--size N] [--threads T] [--peer-dir DIR]
  *
  * How a run goes.  For each selected workload (bench/workloads.h), for run
  * j = 1..R: one weft measurement (the workload's run_weft, in this process),
@@ -33,8 +33,15 @@
  * Sizes and runs.  A full run uses each workload's default_n and R = 5 (the
  * minimum: fewer runs give a median that one outlier can move).  --quick
  * (used by the test suite to check that every implementation gives correct
- * answers, not to measure) runs 1/100 of each size once; --size overrides
- * N for every selected workload.
+ * answers, not to measure) runs each workload's quick size (1/100 of the
+ * full one unless the workload says otherwise, e.g. fib(20) for fib(30))
+ * once; --size overrides N for every selected workload.
+ *
+ * Threads.  The pooled workloads (spawn-join, skynet, fib, yield, ping-pong,
+ * sync-wait) run on --threads T workers (default 2): weft creates its pool
+ * with T threads outside the timed region, and each peer gets T as its
+ * THREADS argument.  The single-thread workloads (switch, create) always
+ * get 1.
  *
  * Output.  Progress goes to stderr ("[workload i/N] NAME run j/R: ..."), the
  * table to stdout, so `weft-bench > table.txt` keeps only the table.
@@ -67,6 +74,8 @@ extern char **environ;
 #define MIN_RUNS 5
 #define DEFAULT_RUNS 5
 #define QUICK_DIVISOR 100
+#define DEFAULT_THREADS 2
+#define MAX_THREADS 1024 /* weft_pool_create's limit */
 
 /* A peer as meson configured it (bench_config.h: BENCH_PEER_TABLE). */
 typedef struct peer_info {
@@ -99,6 +108,7 @@ typedef struct options {
     bool quick;
     unsigned runs;          /* 0 = not given */
     uint64_t size;          /* 0 = not given */
+    unsigned threads;       /* for pooled workloads */
     const char *only;       /* comma-separated names, NULL = all */
     const char *peer_dir;   /* NULL = <dir of /proc/self/exe>/peers */
 } options;
@@ -110,14 +120,15 @@ static void usage(FILE *f)
             "  --list             list the workloads and their peers, then exit\n"
             "  --only NAME[,...]  run only these workloads, in this order\n"
             "  --runs R           runs per implementation (default %d, at least %d)\n"
-            "  --quick            1/%d of each size, 1 run: a correctness check\n"
+            "  --quick            small sizes (mostly 1/%d), 1 run: a correctness check\n"
             "  --size N           use N instead of each workload's size\n"
+            "  --threads T        worker threads for the pooled workloads (default %d)\n"
             "  --peer-dir DIR     where the peer-* programs are (default: peers/\n"
             "                     beside this executable)\n"
             "  --help             this text\n"
             "The table goes to stdout, progress to stderr.  Ratio = peer/weft:\n"
             "above 1 means weft is faster.\n",
-            DEFAULT_RUNS, MIN_RUNS, QUICK_DIVISOR);
+            DEFAULT_RUNS, MIN_RUNS, QUICK_DIVISOR, DEFAULT_THREADS);
 }
 
 static void die_usage(const char *fmt, ...)
@@ -168,6 +179,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt)
 static void parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
+    o->threads = DEFAULT_THREADS;
     for (int i = 1; i < argc; i++) {
         const char *v;
 
@@ -187,6 +199,11 @@ static void parse_options(int argc, char **argv, options *o)
             o->runs = (unsigned)r;
         } else if ((v = option_value(argc, argv, &i, "--size")) != NULL) {
             o->size = parse_u64("--size", v);
+        } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
+            uint64_t t = parse_u64("--threads", v);
+            if (t > MAX_THREADS)
+                die_usage("--threads %s: at most %d", v, MAX_THREADS);
+            o->threads = (unsigned)t;
         } else if ((v = option_value(argc, argv, &i, "--peer-dir")) != NULL) {
             o->peer_dir = v;
         } else {
@@ -256,14 +273,23 @@ static const peer_info *find_peer(const char *name)
     return NULL;
 }
 
+/* N for --quick: the workload's own quick size, else 1/100 of the full. */
+static uint64_t quick_size(const bench_workload *w)
+{
+    if (w->quick_n != 0)
+        return w->quick_n;
+    return w->default_n / QUICK_DIVISOR > 0 ? w->default_n / QUICK_DIVISOR : 1;
+}
+
 static void list_workloads(void)
 {
     for (size_t i = 0; i < bench_workload_count; i++) {
         const bench_workload *w = bench_workloads[i];
 
         printf("%-10s %s\n", w->name, w->desc);
-        printf("%-10s size %" PRIu64 ", unit %s, peers:", "", w->default_n,
-               w->unit);
+        printf("%-10s size %" PRIu64 " (quick %" PRIu64 "), unit %s, %s, peers:",
+               "", w->default_n, quick_size(w), w->unit,
+               w->pooled ? "--threads workers" : "1 thread");
         for (const char *const *p = w->peers; *p != NULL; p++) {
             const peer_info *pi = find_peer(*p);
             printf(" %s%s", *p,
@@ -588,13 +614,14 @@ int main(int argc, char **argv)
 
     for (size_t wi = 0; wi < nsel; wi++) {
         const bench_workload *w = sel[wi];
-        bench_params p = { .n = w->default_n, .threads = 1 };
+        bench_params p = { .n = w->default_n,
+                           .threads = w->pooled ? o.threads : 1 };
         impl_result *res;
         size_t nimpl = 1;
         double weft_median = 0.0;
 
         if (o.quick)
-            p.n = w->default_n / QUICK_DIVISOR > 0 ? w->default_n / QUICK_DIVISOR : 1;
+            p.n = quick_size(w);
         if (o.size != 0)
             p.n = o.size;
 
@@ -629,8 +656,9 @@ int main(int argc, char **argv)
         for (unsigned j = 0; j < o.runs; j++) {
             /* One progress line per run, completed as each implementation
              * finishes (stderr is unbuffered), so a slow one shows where. */
-            fprintf(stderr, "[workload %zu/%zu] %s run %u/%u (N=%" PRIu64 "):",
-                    wi + 1, nsel, w->name, j + 1, o.runs, p.n);
+            fprintf(stderr, "[workload %zu/%zu] %s run %u/%u (N=%" PRIu64 ", %u thread%s):",
+                    wi + 1, nsel, w->name, j + 1, o.runs, p.n, p.threads,
+                    p.threads == 1 ? "" : "s");
             for (size_t k = 0; k < nimpl; k++) {
                 impl_result *r = &res[k];
                 bench_sample s = { 0.0, 0 };
@@ -685,8 +713,11 @@ int main(int argc, char **argv)
     }
 
     printf("weft-bench: median of %u run%s per implementation%s; "
+           "pooled workloads on %u thread%s; "
            "peer/weft > 1 means weft is faster\n",
-           o.runs, o.runs == 1 ? "" : "s", o.quick ? " (--quick: a check, not a measurement)" : "");
+           o.runs, o.runs == 1 ? "" : "s",
+           o.quick ? " (--quick: a check, not a measurement)" : "",
+           o.threads, o.threads == 1 ? "" : "s");
     print_table(rows, nrows);
     free(rows);
     free(sel);

@@ -15,13 +15,15 @@
 #ifndef WEFT_BENCH_WORKLOADS_H
 #define WEFT_BENCH_WORKLOADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* What one measurement is asked to do; the same for weft and the peers. */
 typedef struct bench_params {
     uint64_t n;         /* size: round trips, cycles, tasks... (per workload) */
-    unsigned threads;   /* worker threads; 1 for the single-thread workloads */
+    unsigned threads;   /* worker threads: --threads for pooled workloads,
+                           1 for the single-thread ones                     */
 } bench_params;
 
 /* What one measurement reports; the same fields a peer prints. */
@@ -34,7 +36,9 @@ typedef struct bench_workload {
     const char *name;       /* for --only and the peer command line; no spaces */
     const char *desc;       /* one line for --list                             */
     const char *unit;       /* of bench_sample.value, e.g. "ns/switch"         */
-    uint64_t default_n;     /* the size of a full run (--quick uses 1/100)     */
+    uint64_t default_n;     /* the size of a full run                          */
+    uint64_t quick_n;       /* the --quick size; 0 = default_n / 100           */
+    bool pooled;            /* runs on --threads workers (else on 1 thread)    */
     /*
      * The weft implementation: one measurement of size p->n.  It times
      * itself (bench_now_ns() around the loop, setup outside) and fills *out.
@@ -49,6 +53,12 @@ typedef struct bench_workload {
 
 extern const bench_workload bench_wl_switch;
 extern const bench_workload bench_wl_create;
+extern const bench_workload bench_wl_spawn_join;
+extern const bench_workload bench_wl_skynet;
+extern const bench_workload bench_wl_fib;
+extern const bench_workload bench_wl_yield;
+extern const bench_workload bench_wl_ping_pong;
+extern const bench_workload bench_wl_sync_wait;
 
 /* Every workload, in --list and default run order. */
 extern const bench_workload *const bench_workloads[];

@@ -28,6 +28,7 @@
  * has room to spare, so deep chains fall back to suspension.
  */
 #include "runtime.h"
+#include "sanitizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -84,6 +85,14 @@ static __thread struct record_cache tls_records
 
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct weft_task *records_free;   /* global list, under the lock */
+
+/* Every chunk stays listed here, so leak checkers see the records as
+ * reachable for as long as the process lives. */
+struct record_chunk {
+    struct record_chunk *next;
+    _Alignas(16) struct weft_task records[];
+};
+static struct record_chunk *chunks;      /* under the lock */
 static pthread_once_t records_once = PTHREAD_ONCE_INIT;
 static pthread_key_t records_key;
 
@@ -135,12 +144,17 @@ static __attribute__((noinline)) struct weft_task *record_refill(void)
     }
     pthread_mutex_unlock(&records_lock);
     if (!c->head) {
-        struct weft_task *chunk = malloc(CHUNK * sizeof *chunk);
+        struct record_chunk *chunk =
+            malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
         if (!chunk)
             return NULL;
+        pthread_mutex_lock(&records_lock);
+        chunk->next = chunks;
+        chunks = chunk;
+        pthread_mutex_unlock(&records_lock);
         for (unsigned i = 0; i < CHUNK; i++) {
-            chunk[i].link = c->head;
-            c->head = &chunk[i];
+            chunk->records[i].link = c->head;
+            c->head = &chunk->records[i];
         }
         c->n += CHUNK;
     }
@@ -179,6 +193,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
         return NULL;
     /* Every field is set here (records are recycled): no memset. */
     t->co.sp = NULL;
+    t->co.tsan_fiber = NULL;
     /* The embedded coroutine record is never SUSPENDED, so the standalone
      * calls (resume, destroy) refuse it with -EBUSY. */
     atomic_init(&t->co.state, WEFT_CORO_RUNNING);
@@ -203,7 +218,9 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->result = NULL;
     t->stack_size = stack_size;
     t->link = NULL;
+    t->spawned_on = NULL;
     t->started = false;
+    t->lazy = false;
     return t;
 }
 
@@ -228,7 +245,9 @@ static void consume(struct weft_task *t, void **result)
 
 bool weft__task_claim_idle(struct weft_task *t)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    /* Acquire here and in the CAS below: the first read may be the one
+     * that meets the creator's release (ThreadSanitizer checks it). */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
     do {
         if (lifecycle(s) != WEFT__T_IDLE)
             return false;
@@ -241,7 +260,9 @@ bool weft__task_claim_idle(struct weft_task *t)
 
 bool weft__task_claim_queued(struct weft_task *t)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    /* Acquire: pairs with the release that queued it (spawn, wake), also
+     * when the queue in between is liburcu's, which TSan cannot see. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
     for (;;) {
         if (lifecycle(s) != WEFT__T_SCHEDULED) {
             /* A stale entry: the task was claimed inline meanwhile. */
@@ -249,8 +270,8 @@ bool weft__task_claim_queued(struct weft_task *t)
             return false;
         }
         /* RUNNING, and the entry's reference goes with the entry. */
-        uint64_t n = ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING) -
-                     WEFT__T_REF;
+        uint64_t n = ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
+                      WEFT__T_STARTED) - WEFT__T_REF;
         if (atomic_compare_exchange_weak_explicit(&t->state, &s, n,
                                                   memory_order_acquire,
                                                   memory_order_relaxed))
@@ -260,13 +281,20 @@ bool weft__task_claim_queued(struct weft_task *t)
 
 static void driver_submit(struct weft__driver *d, struct weft_task *t);
 
-/* Queue a SCHEDULED task (holding its entry's reference) on its home. */
-static void enqueue_home(struct weft_task *t)
+/*
+ * Queue a SCHEDULED task (holding its entry's reference) on its home, read
+ * by the caller *before* the task became SCHEDULED: once it is, another
+ * thread may claim, run and free it, and the queues' own ordering (liburcu's
+ * global queue) is invisible to ThreadSanitizer.  Only a running task
+ * changes its home, so the value read before is still right.
+ */
+static void enqueue_home(struct weft_task *t, weft_pool *pool,
+                         struct weft__driver *driver)
 {
-    if (t->pool)
-        weft__pool_submit(t->pool, t);
+    if (pool)
+        weft__pool_submit_woken(pool, t);
     else
-        driver_submit(t->driver, t);
+        driver_submit(driver, t);
 }
 
 /* RUNNING -> SCHEDULED (dropping NOTIFIED: being queued answers it), plus
@@ -290,16 +318,19 @@ void weft__task_wake(struct weft_task *t)
     for (;;) {
         uint64_t n;
         switch (lifecycle(s)) {
-        case WEFT__T_IDLE:
+        case WEFT__T_IDLE: {
+            weft_pool *pool = t->pool;
+            struct weft__driver *driver = t->driver;
             n = ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_SCHEDULED) +
                 WEFT__T_REF;
             if (atomic_compare_exchange_weak_explicit(
                     &t->state, &s, n, memory_order_acq_rel,
                     memory_order_relaxed)) {
-                enqueue_home(t);
+                enqueue_home(t, pool, driver);
                 return;
             }
             break;
+        }
         case WEFT__T_RUNNING:
             /* Still switching out (or about to wait): its park requeues
              * it. */
@@ -322,8 +353,10 @@ struct weft_task *weft__task_park(struct weft_task *t)
     for (;;) {
         if (s & WEFT__T_NOTIFIED) {
             /* A wake came while it was running: keep it, as a requeue. */
+            weft_pool *pool = t->pool;
+            struct weft__driver *driver = t->driver;
             make_scheduled(t);
-            enqueue_home(t);
+            enqueue_home(t, pool, driver);
             return NULL;
         }
         /* Release: a thread that claims it (acquire) sees its context. */
@@ -352,6 +385,7 @@ static void prepare(struct weft_task *t)
         weft__coro_die(&t->co, "no memory for the stack of a starting task");
     if (t->co.stack.canary)
         t->co.flags |= WEFT__CORO_CANARY;
+    weft__san_fiber_new(&t->co);
     t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
     t->started = true;
 }
@@ -368,6 +402,7 @@ void weft__task_run(struct weft_task *t)
         /* Back when the task (or a chain it handed control to) switches
          * to this scheduler; the post-switch action's result lands in
          * `next`. */
+        weft__san_switch(&t->co);
         weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
         t = next;
     }
@@ -382,6 +417,7 @@ void weft__task_suspend(weft__ctx_action action, void *arg)
             weft__coro_die(self, "stack overflow (canary broken)");
     }
     th->current = &th->root;
+    weft__san_switch(&th->root);
     weft__ctx_jump_ontop(&self->sp, th->root.sp, NULL, NULL, action, arg);
 }
 
@@ -400,6 +436,7 @@ static void driver_finish(struct weft__driver *d);
 static void *finish_action(void *arg, void *val)
 {
     struct weft_task *t = arg;
+    weft__san_fiber_gone(&t->co);
     weft__stack_free(&t->co.stack);
     if (t->pool)
         weft__pool_leave(t->pool);
@@ -432,6 +469,7 @@ static _Noreturn void task_finish(struct weft_task *t)
         if (at_home(a, th) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
             th->current = &a->co;
+            weft__san_switch(&a->co);
             weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
                                  finish_action, t);
             __builtin_unreachable();
@@ -439,6 +477,7 @@ static _Noreturn void task_finish(struct weft_task *t)
         weft__task_wake(a);
     }
     th->current = &th->root;
+    weft__san_switch(&th->root);
     weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
     __builtin_unreachable();
 }
@@ -466,6 +505,7 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
                                    WEFT__T_IDLE | 2 * WEFT__T_REF);
     if (!t)
         return -ENOMEM;
+    t->lazy = true;
     *out = t;
     return 0;
 }
@@ -477,8 +517,7 @@ WEFT_EXPORT int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
         return -EINVAL;
     /* References: the queue entry, the task's life, and the handle. */
     uint64_t refs = out ? 3 : 2;
-    struct weft_task *t =
-        task_new(fn, arg, 0, NULL, WEFT__T_SCHEDULED | refs * WEFT__T_REF);
+    struct weft_task *t = task_new(fn, arg, 0, NULL, 0);
     if (!t)
         return -ENOMEM;
     int err = weft__pool_arrive(pool);
@@ -487,8 +526,13 @@ WEFT_EXPORT int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
         return err;
     }
     t->pool = pool;
+    t->spawned_on = pool;
     if (out)
         *out = t;
+    /* Release: whoever claims it (acquire on the state) sees its fields,
+     * whichever queue carried it. */
+    atomic_store_explicit(&t->state, WEFT__T_SCHEDULED | refs * WEFT__T_REF,
+                          memory_order_release);
     /* Once queued it may run, end and (detached) be freed at once. */
     weft__pool_submit(pool, t);
     return 0;
@@ -498,7 +542,7 @@ WEFT_EXPORT int weft_task_detach(weft_task *t)
 {
     if (!t)
         return -EINVAL;
-    if (!t->started && !t->pool && !t->driver) {
+    if (t->lazy) {
         /* Lazy and never started: nobody else knows it. */
         record_free(t);
         return 0;
@@ -553,21 +597,22 @@ static bool stack_room(struct weft_task *self)
 static bool try_inline(struct weft_task *self, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
-    if (!w || t->pool != w->pool || t->started || !stack_room(self))
+    if (!w || t->spawned_on != w->pool || !stack_room(self))
         return false;
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-    uint64_t running = (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING;
+    /* Acquire: pairs with spawn's release of the state (its fields). */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (lifecycle(s) != WEFT__T_SCHEDULED || (s & WEFT__T_STARTED))
+        return false;
+    uint64_t running = (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
+                       WEFT__T_STARTED;
     if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
         /* Ours alone: no other entry, no waiter, no wake can exist. */
         atomic_store_explicit(&t->state, running - WEFT__T_REF,
                               memory_order_relaxed);
-    } else {
-        if (lifecycle(s) != WEFT__T_SCHEDULED)
-            return false;
-        if (!atomic_compare_exchange_strong_explicit(
-                &t->state, &s, running, memory_order_acquire,
-                memory_order_relaxed))
-            return false;
+    } else if (!atomic_compare_exchange_strong_explicit(
+                   &t->state, &s, running, memory_order_acquire,
+                   memory_order_relaxed)) {
+        return false; /* a worker took it first */
     }
     t->started = true;
     t->result = t->co.fn(t->arg);
@@ -589,6 +634,7 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
  * home and comes back to us when it ends. */
 static void start_lazy(struct weft_task *self, struct weft_task *t)
 {
+    t->lazy = false;
     t->pool = self->pool;
     t->driver = self->driver;
     if (t->pool)
@@ -598,11 +644,12 @@ static void start_lazy(struct weft_task *self, struct weft_task *t)
                           (atomic_load_explicit(&t->state,
                                                 memory_order_relaxed) &
                            ~(uint64_t)WEFT__T_LIFECYCLE) |
-                              WEFT__T_RUNNING,
+                              WEFT__T_RUNNING | WEFT__T_STARTED,
                           memory_order_relaxed);
     prepare(t);
     struct weft__thread *th = weft__tls_fresh();
     th->current = &t->co;
+    weft__san_switch(&t->co);
     /* We park on t's stack, after our save; t ends by resuming us. */
     weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, park_action, self);
 }
@@ -619,7 +666,7 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
 
     if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
-        if (!t->started && !t->pool && !t->driver) {
+        if (t->lazy) {
             start_lazy(self, t);
         } else if (!try_inline(self, t)) {
             struct await_args a = {self, t};
@@ -689,9 +736,10 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
     weft__timers_init(&d.timers);
     th->driver = &d;
 
-    if (!t->started && !t->pool && !t->driver) {
+    if (t->lazy) {
         /* Lazy: it runs here until it first suspends, and here again
          * whenever it is woken while it belongs to no pool. */
+        t->lazy = false;
         t->driver = &d;
         atomic_store_explicit(&t->waiter,
                               (uintptr_t)&d | WEFT__WAITER_THREAD,
@@ -700,7 +748,7 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
                               (atomic_load_explicit(&t->state,
                                                     memory_order_relaxed) &
                                ~(uint64_t)WEFT__T_LIFECYCLE) |
-                                  WEFT__T_RUNNING,
+                                  WEFT__T_RUNNING | WEFT__T_STARTED,
                               memory_order_relaxed);
         weft__task_run(t);
     } else {
@@ -723,9 +771,14 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
         uint64_t next = weft__timers_next(&d.timers);
         weft__parker_park(&d.parker, next == UINT64_MAX ? 0 : next);
     }
-    /* The last waker's final touch of d must come before we return. */
-    while (atomic_load_explicit(&d.wakers, memory_order_acquire))
-        sched_yield();
+    /* The last waker's final touch of d must come before we return; it is
+     * a few instructions away (unpark makes no system call while we are
+     * awake). */
+    for (unsigned spins = 0;
+         atomic_load_explicit(&d.wakers, memory_order_acquire); spins++) {
+        if (spins > 1000)
+            sched_yield();
+    }
     th = weft__tls_fresh();
     th->driver = NULL;
     weft__timers_fini(&d.timers);
@@ -753,9 +806,10 @@ static void *move_action(void *arg, void *val)
         self->pool = m->to;
         self->driver = NULL;
     }
+    weft_pool *pool = self->pool; /* before it can run elsewhere */
     make_scheduled(self);
     /* Behind every task already queued: the yield's promise. */
-    weft__pool_submit_fifo(self->pool, self);
+    weft__pool_submit_fifo(pool, self);
     return NULL;
 }
 

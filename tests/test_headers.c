@@ -26,7 +26,7 @@ static void test_symbols_from_each_header(void **state)
     assert_int_equal(weft_coro_status(NULL), WEFT_CORO_DEAD);
     assert_null(weft_coro_current());
     /* error.h */
-    assert_string_equal(weft_strerror(-EINVAL) != NULL ? "ok" : "null", "ok");
+    assert_non_null(weft_strerror(-EINVAL));
     /* weft.h brings both; the function pointer type is usable. */
     weft_fn fn = NULL;
     assert_null(fn);

@@ -92,7 +92,7 @@ uint32_t weft__claim_slow(struct weft_coro *co)
         /* No fast claims exist anywhere: the CAS alone decides. */
         atomic_compare_exchange_strong_explicit(
             &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
-            memory_order_relaxed);
+            memory_order_acquire);
         return seen;
     }
 
@@ -121,9 +121,10 @@ uint32_t weft__claim_slow(struct weft_coro *co)
             pause_briefly(&spins);
     }
 
+    /* Acquire on failure too: a destroy that sees DEAD frees the stack. */
     bool won = atomic_compare_exchange_strong_explicit(
         &co->state, &seen, WEFT_CORO_RUNNING, memory_order_acquire,
-        memory_order_relaxed);
+        memory_order_acquire);
     atomic_store_explicit(&co->owner, won && me ? me : o,
                           memory_order_release);
     return seen;

@@ -33,6 +33,7 @@
 #include "claim.h"
 #include "coro.h"
 #include "ctx.h"
+#include "sanitizer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -97,6 +98,7 @@ static void coro_entry(void *val, void *arg)
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
+    weft__san_switch(to);
     weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
     __builtin_unreachable();
 }
@@ -133,6 +135,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
         co->name_buf[n] = '\0';
         co->name = co->name_buf;
     }
+    weft__san_fiber_new(co);
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast
@@ -158,6 +161,7 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     atomic_store_explicit(&self->state, WEFT_CORO_NORMAL, memory_order_relaxed);
     co->resumer = self;
     t->current = co;
+    weft__san_switch(co);
     return weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
 }
 
@@ -167,6 +171,7 @@ void weft__thread_setup(struct weft__thread *t)
 {
     if (t->current == &no_thread_root) {
         t->root.flags = WEFT__CORO_ROOT;
+        weft__san_fiber_thread(&t->root);
         t->current = &t->root;
     }
 }
@@ -216,6 +221,7 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
                              void *val, void **in)
 {
+    weft__san_switch(to);
     return weft__ctx_jump(&self->sp, to->sp, val, in,
                           (uint32_t *)&self->state, 0);
 }
@@ -275,10 +281,10 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
     /* Claim it, so nobody resumes it while we tear it down. */
     uint32_t seen = weft__claim(co);
     if (seen != WEFT_CORO_SUSPENDED) {
+        /* DEAD was published after its body left the stack (mark_dead);
+         * the claim read it with acquire. */
         if (seen != WEFT_CORO_DEAD)
             return -EBUSY;
-        /* DEAD was published after its body left the stack (mark_dead). */
-        atomic_thread_fence(memory_order_acquire);
     } else if (co->started) {
         /* Run it with cancellation: its pending yield/transfer and every
          * later one return -ECANCELED, so it runs to the end of its body.
@@ -288,6 +294,7 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
         struct weft__thread *t = &weft__tls;
         run_claimed(t, thread_self(t), co, NULL, NULL, -ECANCELED);
     }
+    weft__san_fiber_gone(co);
     weft__stack stack = co->stack;
     weft__stack_free(&stack);
     return 0;

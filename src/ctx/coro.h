@@ -39,6 +39,7 @@ struct weft_coro {
     weft__stack stack;
     const char *name;         /* name_buf, or a static default            */
     char name_buf[WEFT__CORO_NAME_MAX];
+    void *tsan_fiber;         /* ThreadSanitizer builds (sanitizer.h)     */
 };
 
 /*

@@ -39,9 +39,9 @@ void weft__parker_fini(struct weft__parker *p);
 
 /*
  * weft__parker_park - wait for the permit and consume it.  deadline_ns is
- * an absolute CLOCK_MONOTONIC time, or 0 for none.  Spins briefly first:
- * on this kind of machine waking a sleeping core costs 30-60 us, while a
- * hand-off to an awake one costs well under 1 us.
+ * an absolute CLOCK_MONOTONIC time, or 0 for none.  Spins up to 30 us
+ * first: on this kind of machine waking a sleeping core costs 30-60 us,
+ * while a hand-off to an awake one costs well under 1 us.
  * Returns true if the permit was consumed, false at the deadline.
  */
 bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns);

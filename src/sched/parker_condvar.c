@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <time.h>
 
-#define SPINS 200
+#define SPIN_NS 30000u
 
 uint64_t weft__now_ns(void)
 {
@@ -41,11 +41,13 @@ void weft__parker_fini(struct weft__parker *p)
 
 bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
 {
-    /* A cheap look first: the permit is often already there. */
-    for (int i = 0; i < SPINS; i++) {
-        if (atomic_load_explicit(&p->permit, memory_order_relaxed))
+    /* Spin a while first (see parker_futex.c): the permit often comes
+     * within microseconds. */
+    uint64_t spin_end = weft__now_ns() + SPIN_NS;
+    for (unsigned i = 1; !atomic_load_explicit(&p->permit, memory_order_relaxed);
+         i++)
+        if (i % 16 == 0 && weft__now_ns() >= spin_end)
             break;
-    }
     bool got = true;
     pthread_mutex_lock(&p->lock);
     while (!atomic_load_explicit(&p->permit, memory_order_relaxed)) {

@@ -65,6 +65,7 @@
 
 #define GLOBAL_EVERY 61      /* ticks between fairness looks at the global queue */
 #define STEAL_ROUNDS 4
+#define LIFO_STREAK_MAX 16   /* slot runs in a row before the deque's turn */
 #define MAX_THREADS 1024
 
 struct weft__worker *weft__worker_current(void)
@@ -147,14 +148,21 @@ static bool inject_empty(weft_pool *p)
     return cds_wfcq_empty(&p->inject_head, &p->inject_tail);
 }
 
-/* Take up to `max` tasks from the global queue into out[]. */
-static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max)
+/*
+ * Take up to `max` tasks from the global queue into out[].  liburcu's
+ * dequeue needs mutual exclusion between dequeuers; with `wait` false a
+ * worker that finds another one dequeuing leaves it to that one.
+ */
+static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max,
+                            bool wait)
 {
     unsigned n = 0;
     if (inject_empty(p))
         return 0;
-    /* liburcu's dequeue needs mutual exclusion between dequeuers. */
-    cds_wfcq_dequeue_lock(&p->inject_head, &p->inject_tail);
+    if (wait)
+        weft__spin_lock(&p->inject_lock);
+    else if (!weft__spin_trylock(&p->inject_lock))
+        return 0;
     while (n < max) {
         struct cds_wfcq_node *node =
             __cds_wfcq_dequeue_blocking(&p->inject_head, &p->inject_tail);
@@ -162,7 +170,7 @@ static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max)
             break;
         out[n++] = caa_container_of(node, struct weft_task, qnode);
     }
-    cds_wfcq_dequeue_unlock(&p->inject_head, &p->inject_tail);
+    weft__spin_unlock(&p->inject_lock);
     return n;
 }
 
@@ -174,7 +182,7 @@ static void wakep(weft_pool *p)
                                                  memory_order_seq_cst,
                                                  memory_order_relaxed))
         return;
-    pthread_mutex_lock(&p->idle_lock);
+    weft__spin_lock(&p->idle_lock);
     struct weft__worker *w = p->idle_list;
     if (w) {
         p->idle_list = w->idle_next;
@@ -182,7 +190,7 @@ static void wakep(weft_pool *p)
         w->woken = true;
         atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&p->idle_lock);
+    weft__spin_unlock(&p->idle_lock);
     if (!w) {
         /* Everyone is awake; they will find the work. */
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
@@ -234,6 +242,28 @@ void weft__pool_submit(weft_pool *p, struct weft_task *t)
     wake_if_needed(p);
 }
 
+/*
+ * Tokio's rule for the LIFO slot: filling an empty slot wakes nobody (the
+ * waker's worker runs the task as soon as the waker suspends, typically
+ * within a microsecond, while waking a sleeping worker costs tens); a task
+ * it displaces goes to the deque and is announced like any push.
+ */
+void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (!w || w->pool != p) {
+        inject(p, t);
+        wake_if_needed(p);
+        return;
+    }
+    struct weft_task *old =
+        atomic_exchange_explicit(&w->lifo, t, memory_order_acq_rel);
+    if (old) {
+        push_local(w, old);
+        wake_if_needed(p);
+    }
+}
+
 void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
 {
     inject(p, t);
@@ -269,7 +299,7 @@ static struct weft_task *pop_local(struct weft__worker *w)
 static struct weft_task *take_global(struct weft__worker *w)
 {
     struct weft_task *t;
-    while (inject_take(w->pool, &t, 1))
+    while (inject_take(w->pool, &t, 1, false))
         if (weft__task_claim_queued(t))
             return t;
     return NULL;
@@ -320,6 +350,15 @@ static struct weft_task *steal_work(struct weft__worker *w)
             struct weft_task *t = steal_from(w, v);
             if (!t)
                 t = pop_local(w); /* what we moved, if the first was stale */
+            if (!t && round == STEAL_ROUNDS - 1 &&
+                atomic_load_explicit(&v->lifo, memory_order_relaxed)) {
+                /* Last resort: v's LIFO slot (v has had a few rounds of
+                 * our search to run it itself). */
+                t = atomic_exchange_explicit(&v->lifo, NULL,
+                                             memory_order_acq_rel);
+                if (t && !weft__task_claim_queued(t))
+                    t = NULL;
+            }
             if (t)
                 return t;
         }
@@ -335,7 +374,8 @@ static bool any_work(weft_pool *p)
     if (!inject_empty(p))
         return true;
     for (unsigned i = 0; i < p->nworkers; i++)
-        if (weft__runq_len(&p->workers[i]->q))
+        if (weft__runq_len(&p->workers[i]->q) ||
+            atomic_load_explicit(&p->workers[i]->lifo, memory_order_relaxed))
             return true;
     return weft__timers_next(&p->timers) <= weft__now_ns();
 }
@@ -385,9 +425,9 @@ static bool park_worker(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
 
-    pthread_mutex_lock(&p->idle_lock);
+    weft__spin_lock(&p->idle_lock);
     if (check_stop(p)) {
-        pthread_mutex_unlock(&p->idle_lock);
+        weft__spin_unlock(&p->idle_lock);
         return false;
     }
     w->idle = true;
@@ -395,14 +435,14 @@ static bool park_worker(struct weft__worker *w)
     w->idle_next = p->idle_list;
     p->idle_list = w;
     atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
-    pthread_mutex_unlock(&p->idle_lock);
+    weft__spin_unlock(&p->idle_lock);
 
+    /* The searcher's barrier (see the top): the seq_cst RMW on nidle
+     * above, and for a searcher the one on nspinning here, come before the
+     * re-check below. */
     if (w->spinning) {
         w->spinning = false;
-        /* The searcher's barrier (see the top). */
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
-    } else {
-        atomic_thread_fence(memory_order_seq_cst);
     }
 
     bool sleep = !any_work(p);
@@ -412,7 +452,7 @@ static bool park_worker(struct weft__worker *w)
                                           ? 0
                                           : weft__timers_next(&p->timers));
 
-    pthread_mutex_lock(&p->idle_lock);
+    weft__spin_lock(&p->idle_lock);
     if (w->idle) {
         /* Re-check found work, a timer is due, or a wake-all: leave the
          * list ourselves.  Search again if there is work. */
@@ -429,7 +469,7 @@ static bool park_worker(struct weft__worker *w)
         w->spinning = true;
     }
     bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
-    pthread_mutex_unlock(&p->idle_lock);
+    weft__spin_unlock(&p->idle_lock);
     if (stop) {
         found_work(w);
         return false;
@@ -454,10 +494,27 @@ static struct weft_task *find_work(struct weft__worker *w)
             }
             weft__timers_run(&p->timers, weft__now_ns());
         }
+        if (!t && w->lifo_streak < LIFO_STREAK_MAX &&
+            atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
+            struct weft_task *l =
+                atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
+            if (l && weft__task_claim_queued(l)) {
+                w->lifo_streak++;
+                found_work(w);
+                return l;
+            }
+        }
+        w->lifo_streak = 0;
         if (!t)
             t = pop_local(w);
         if (!t)
             t = take_global(w);
+        if (!t && atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
+            /* The streak cap let others go first; now the slot's turn. */
+            t = atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
+            if (t && !weft__task_claim_queued(t))
+                t = NULL;
+        }
         if (t) {
             found_work(w);
             return t;
@@ -513,13 +570,15 @@ static void drop_queued(weft_pool *p)
 {
     struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
     unsigned n;
-    while ((n = inject_take(p, batch, WEFT__RUNQ_SIZE / 2)))
+    while ((n = inject_take(p, batch, WEFT__RUNQ_SIZE / 2, true)))
         for (unsigned i = 0; i < n; i++)
             if (weft__task_claim_queued(batch[i]))
                 weft__coro_die(&batch[i]->co,
                                "a live task was left in a drained pool");
     for (unsigned i = 0; i < p->nworkers; i++) {
-        struct weft_task *t;
+        struct weft_task *t = atomic_exchange(&p->workers[i]->lifo, NULL);
+        if (t && weft__task_claim_queued(t))
+            weft__coro_die(&t->co, "a live task was left in a drained pool");
         while ((t = weft__runq_steal(&p->workers[i]->q)))
             if (weft__task_claim_queued(t))
                 weft__coro_die(&t->co, "a live task was left in a drained pool");
@@ -535,7 +594,6 @@ static void free_pool(weft_pool *p, unsigned nstarted)
     free(p->workers);
     cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
     weft__timers_fini(&p->timers);
-    pthread_mutex_destroy(&p->idle_lock);
     free(p);
 }
 
@@ -567,7 +625,8 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
-    pthread_mutex_init(&p->idle_lock, NULL);
+    atomic_init(&p->idle_lock.held, false);
+    atomic_init(&p->inject_lock.held, false);
     weft__timers_init(&p->timers);
 
     for (unsigned i = 0; i < n; i++) {
@@ -578,6 +637,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
             return -ENOMEM;
         }
         memset(w, 0, sizeof *w);
+        atomic_init(&w->lifo, NULL);
         weft__runq_init(&w->q);
         weft__parker_init(&w->parker);
         w->pool = p;
@@ -620,9 +680,9 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
 
     struct weft__parker parker;
     weft__parker_init(&parker);
-    pthread_mutex_lock(&p->idle_lock);
+    weft__spin_lock(&p->idle_lock);
     p->destroyer = &parker;
-    pthread_mutex_unlock(&p->idle_lock);
+    weft__spin_unlock(&p->idle_lock);
     atomic_store_explicit(&p->shutdown, 1, memory_order_seq_cst);
     wake_all(p);
     while (!atomic_load_explicit(&p->stop, memory_order_acquire))

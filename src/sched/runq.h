@@ -16,17 +16,19 @@
  *   push         | owner only      | slot store, then release store of
  *                |                 | bottom: a thief that sees the new
  *                |                 | bottom sees the slot
- *   pop          | owner only      | store bottom-1, seq_cst fence, read
- *                |                 | top; a CAS on top only for the last
- *                |                 | element, which a thief may be taking
- *   steal        | anyone          | read top, seq_cst fence, read bottom,
- *                |                 | read the slot, CAS top (one element)
+ *   pop          | owner only      | seq_cst store of bottom-1, seq_cst
+ *                |                 | read of top; a CAS on top only for the
+ *                |                 | last element, which a thief may take
+ *   steal        | anyone          | seq_cst reads of top then bottom, read
+ *                |                 | the slot, CAS top (one element)
  *   peek_bottom  | owner only      | a plain look at the newest slot
  *   len          | anyone          | a racy estimate
  *
- * Why the owner's pop and a thief's steal never both get one element: both
- * sides store (bottom, or top via CAS) then read the other index, with a
- * seq_cst fence between; so at least one sees the other's change.  When
+ * Why the owner's pop and a thief's steal never both get one element: the
+ * owner stores bottom then reads top, the thief reads top then bottom and
+ * CASes top, all seq_cst, so in their single total order at least one side
+ * sees the other's change.  (The paper's fences are written as seq_cst
+ * accesses: the same instructions on x86, and ThreadSanitizer models them.)  When
  * exactly one element is left both CAS top, and one CAS fails.
  *
  * A slot is never overwritten while a thief may still read it: a push into

@@ -18,6 +18,7 @@
 #include "ctx.h"
 #include "parker.h"
 #include "runq.h"
+#include "spinlock.h"
 #include "timer.h"
 
 /* ---------------------------------------------------------------- tasks */
@@ -51,6 +52,7 @@ enum {
     WEFT__T_COMPLETE = 3,
     WEFT__T_LIFECYCLE = 3,
     WEFT__T_NOTIFIED = 4,
+    WEFT__T_STARTED = 8,   /* has been claimed to run at least once */
 };
 #define WEFT__T_REF ((uint64_t)1 << 8)
 
@@ -72,7 +74,10 @@ struct weft_task {
     void *result;
     size_t stack_size;            /* 0: the pool's (or the default)       */
     struct weft_task *link;       /* in a driver's queue                  */
-    bool started;                 /* has a context (written before queued) */
+    weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
+    bool started;                 /* has a context (its runner's field)   */
+    bool lazy;                    /* made by weft_task_create and not yet
+                                     started (the handle holder's field) */
 };
 
 /* The task running on this thread, or NULL (plain thread, or a standalone
@@ -117,6 +122,11 @@ void weft__task_run(struct weft_task *t);
 
 struct weft__worker {
     struct weft__runq q;          /* first: the hot, aligned part          */
+    /* The task most recently woken by a task running here: it runs next,
+     * on this warm core (message passing), and thieves take it only as a
+     * last resort.  Holds a queue entry's reference. */
+    _Atomic(struct weft_task *) lifo;
+    unsigned lifo_streak;         /* slot runs in a row (capped)           */
     weft_pool *pool;
     unsigned index;
     pthread_t thread;
@@ -143,11 +153,12 @@ struct weft_pool {
     /* The global injection queue: wait-free enqueue from any thread. */
     struct cds_wfcq_head inject_head;
     struct cds_wfcq_tail inject_tail;
+    weft__spinlock inject_lock;    /* dequeuers' mutual exclusion        */
 
     /* Parking (pool.c): the no-lost-wakeup protocol is at its top. */
     _Atomic uint32_t nspinning;
     _Atomic uint32_t nidle;
-    pthread_mutex_t idle_lock;
+    weft__spinlock idle_lock;
     struct weft__worker *idle_list;
 
     /* Drain: tasks that got this pool as home on no worker of it. */
@@ -170,6 +181,10 @@ struct weft__worker *weft__worker_current(void);
  * the global queue; then wake a worker if none is searching.
  */
 void weft__pool_submit(weft_pool *pool, struct weft_task *t);
+
+/* Queue a task woken by the running one: into the calling worker's LIFO
+ * slot if it is one of pool's, else as weft__pool_submit. */
+void weft__pool_submit_woken(weft_pool *pool, struct weft_task *t);
 
 /* Queue t behind everything already queued on pool (the global queue):
  * for a yield, which the local deque (LIFO) would run again at once. */

@@ -5,6 +5,7 @@
  * Task bodies report through CHECK (see wt.h), never through cmocka asserts.
  */
 #include "wt.h"
+#include "../live_limit.h"
 
 static int sentinel_obj;
 #define SENTINEL_TASK ((weft_task *)(void *)&sentinel_obj)
@@ -181,7 +182,7 @@ static void test_await_100k(void **state)
 }
 
 /* A 10,000-deep chain of lazy awaits on default stacks. */
-enum { CHAIN = 10000 };
+enum { CHAIN = WT_LIVE(10000) };
 static atomic_long chain_max;
 
 static void *chain(void *arg)
@@ -220,6 +221,149 @@ static void test_lazy_chain_on_main(void **state)
     atomic_store(&chain_max, -1);
     assert_int_equal(I(wt_run_lazy(chain, P(0))), CHAIN - 1);
     assert_int_equal(atomic_load(&chain_max), CHAIN - 1);
+    WT_CLEAN();
+}
+
+/* A chain of spawned (eager) tasks, each awaiting the next: every waiter
+ * holds its stack while suspended. */
+enum { SPAWN_CHAIN = 2000 };
+
+static void *spawn_chain(void *arg)
+{
+    intptr_t d = I(arg);
+    if (d == 0)
+        return P(0);
+    weft_task *t = NULL;
+    int rc = weft_spawn(weft_pool_current(), spawn_chain, P(d - 1), &t);
+    CHECK_EQ(rc, 0);
+    if (rc != 0)
+        return P(-100000);
+    void *r = P(-100000);
+    CHECK_EQ(weft_await(t, &r), 0);
+    return P(I(r) + 1);
+}
+
+static void test_spawn_chain(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    assert_int_equal(I(wt_run(p, spawn_chain, P(SPAWN_CHAIN))), SPAWN_CHAIN);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A lazy task awaited by a pool task runs on that pool: it may yield and
+ * schedule like any task of the pool. */
+static void *lazy_on_worker(void *arg)
+{
+    weft_pool *p = arg;
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    CHECK_EQ(weft_yield(), 0);
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    CHECK_EQ(weft_schedule(p), 0);
+    CHECK_PTR_EQ(weft_pool_current(), p);
+    return P(31);
+}
+
+static void *await_lazy_on_worker(void *arg)
+{
+    weft_pool *p = weft_pool_current();
+    intptr_t sum = 0;
+    for (int i = 0; i < 100; i++) {
+        weft_task *t = NULL;
+        CHECK_EQ(weft_task_create(&t, lazy_on_worker, p, NULL), 0);
+        void *r = P(-1);
+        CHECK_EQ(weft_await(t, &r), 0);
+        sum += I(r);
+        CHECK_PTR_EQ(weft_pool_current(), p);
+    }
+    return P(sum + I(arg));
+}
+
+static void test_lazy_awaited_on_worker(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    assert_int_equal(I(wt_run(p, await_lazy_on_worker, P(1))), 3101);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A task's stack is recycled the moment it ends: 50,000 finished tasks
+ * whose handles are still held (not awaited) must not hold 50,000 stacks.
+ * Each touches 16 KiB of its stack; held stacks would show as ~800 MB of
+ * resident memory (and, with mprotect guards, 50,000+ mappings). */
+enum { NFIN = 50000 };
+static atomic_int fin_count;
+static weft_event fin_all;
+
+static void *touch_stack_and_end(void *arg)
+{
+    volatile char buf[16384];
+    for (unsigned i = 0; i < sizeof buf; i += 512)
+        buf[i] = (char)i;
+    if (atomic_fetch_add(&fin_count, 1) + 1 == NFIN)
+        weft_event_set(&fin_all);
+    return P(I(arg) + buf[512]);
+}
+
+static long proc_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+static long proc_map_count(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    long n = 0;
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void test_finished_tasks_release_stacks(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *p = wt_pool(n);
+    /* warm up: stack caches, record slabs */
+    for (int i = 0; i < 100; i++)
+        wt_run(p, ret_arg, NULL);
+    atomic_store(&fin_count, 0);
+    weft_event_init(&fin_all);
+    weft_task **t = malloc(NFIN * sizeof *t);
+    assert_non_null(t);
+    long rss0 = proc_rss_kb(), maps0 = proc_map_count();
+    assert_true(rss0 > 0 && maps0 > 0);
+    for (intptr_t i = 0; i < NFIN; i++)
+        assert_int_equal(weft_spawn(p, touch_stack_and_end, P(i), &t[i]), 0);
+    assert_int_equal(weft_event_wait(&fin_all), 0);
+    wt_sleep_ms(20);
+    long rss1 = proc_rss_kb(), maps1 = proc_map_count();
+    if (rss1 - rss0 > 200 * 1024 || maps1 - maps0 > 5000)
+        fprintf(stderr, "%d finished, unawaited tasks: RSS grew by %ld KiB, "
+                "mappings by %ld\n", NFIN, rss1 - rss0, maps1 - maps0);
+    assert_true(rss1 - rss0 <= 200 * 1024);
+    assert_true(maps1 - maps0 <= 5000);
+    for (intptr_t i = 0; i < NFIN; i++) {
+        void *r = NULL;
+        assert_int_equal(weft_sync_wait(t[i], &r), 0);
+        assert_int_equal(I(r), i + (char)512);
+    }
+    free(t);
+    wt_destroy(p);
     WT_CLEAN();
 }
 
@@ -1067,6 +1211,9 @@ int main(void)
         WT_TEST(test_await_100k),
         WT_TEST(test_lazy_chain),
         WT_TEST1(test_lazy_chain_on_main),
+        WT_TEST(test_spawn_chain),
+        WT_TEST(test_lazy_awaited_on_worker),
+        WT_TEST(test_finished_tasks_release_stacks),
         WT_TEST(test_await_outside_task),
         WT_TEST(test_sync_wait_in_task),
         WT_TEST(test_null_args),

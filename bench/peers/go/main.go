@@ -1,0 +1,257 @@
+// Command peer-go: goroutines on Go's scheduler, for weft-bench.
+//
+//	peer-go WORKLOAD N [THREADS]   ->   "result <value> <check>"
+//
+// The protocol is bench/peers/peer.h's (exit 2: workload not implemented).
+// GOMAXPROCS is set to THREADS, so THREADS Ps run goroutines, as THREADS
+// weft workers run tasks.  Go starts its OS threads on demand, so a small
+// parallel warm-up runs before the clock starts, as weft's pool is created
+// first.  The clock (time.Now, monotonic) runs in the main goroutine.
+// Standard library only.
+//
+//	spawn-join  N goroutines, goroutine i stores i+1 in slot i of a slice
+//	            made before the clock (the slot plays the task handle's
+//	            part), one sync.WaitGroup joins them all, then the sum is
+//	            taken (N(N+1)/2).  ms per run.
+//	skynet      skynet(num, size): size 1 sends num; else 10 child goroutines
+//	            skynet(num + i*size/10, size/10) each send their sum on the
+//	            parent's unbuffered channel, which receives 10 values and
+//	            sums (the classic Go skynet shape).  N leaves (a power of
+//	            10); check N(N-1)/2.  ms per run.
+//	fib         fib(n) = n < 2 ? n : a goroutine computes fib(n-1) and sends
+//	            it on a channel, fib(n-2) inline, receive, add: the same
+//	            shape as every implementation.  N is the argument; check
+//	            fib(N).  ms per run.
+//	yield       1000 goroutines each call runtime.Gosched() N times and
+//	            count; WaitGroup; check 1000 N; ns per yield (elapsed /
+//	            (1000 N)).
+//	ping-pong   goroutines A and B bounce a token N round trips through two
+//	            unbuffered channels, each side adding 1.  Go decides where
+//	            each goroutine runs (a woken goroutine usually goes to the
+//	            waker's P), as weft does.  Check: the token, 2N.  us per
+//	            round trip.
+//	sync-wait   N rounds of `go func() { ch <- i + 1 }()` then `<-ch` in the
+//	            main goroutine.  Go has no plain thread outside its
+//	            scheduler: main is itself a goroutine on a P, so this is the
+//	            closest analogue of weft_sync_wait on a task that hops to the
+//	            pool (the new goroutine often runs on main's own P once main
+//	            blocks).  Check: sum of (result - i) = N.  us per round trip.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+const (
+	skynetDiv   = 10
+	yieldTasks  = 1000
+	exitFailed  = 1
+	exitUnknown = 2
+)
+
+func skynet(out chan<- uint64, num, size uint64) {
+	if size == 1 {
+		out <- num
+		return
+	}
+	child := size / skynetDiv
+	rc := make(chan uint64)
+	for i := uint64(0); i < skynetDiv; i++ {
+		go skynet(rc, num+i*child, child)
+	}
+	var sum uint64
+	for i := 0; i < skynetDiv; i++ {
+		sum += <-rc
+	}
+	out <- sum
+}
+
+func fib(n uint64) uint64 {
+	if n < 2 {
+		return n
+	}
+	xc := make(chan uint64, 1)
+	go func() { xc <- fib(n - 1) }()
+	y := fib(n - 2)
+	return <-xc + y
+}
+
+func isPowerOf10(n uint64) bool {
+	for n > 1 && n%10 == 0 {
+		n /= 10
+	}
+	return n == 1
+}
+
+// warm starts the runtime's threads: every P runs a goroutine at once.
+func warm(procs int) {
+	var wg sync.WaitGroup
+	for i := 0; i < 4*procs; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for j := 0; j < 100000; j++ {
+				x += j
+			}
+			_ = x
+		}()
+	}
+	wg.Wait()
+}
+
+func spawnJoin(n uint64) (time.Duration, uint64) {
+	slots := make([]uint64, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Add(int(n))
+	for i := uint64(0); i < n; i++ {
+		go func(i uint64) {
+			slots[i] = i + 1
+			wg.Done()
+		}(i)
+	}
+	wg.Wait()
+	var sum uint64
+	for _, v := range slots {
+		sum += v
+	}
+	return time.Since(t0), sum
+}
+
+func yieldRun(n uint64) (time.Duration, uint64) {
+	counts := make([]uint64, yieldTasks)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Add(yieldTasks)
+	for k := 0; k < yieldTasks; k++ {
+		go func(k int) {
+			var c uint64
+			for j := uint64(0); j < n; j++ {
+				runtime.Gosched()
+				c++
+			}
+			counts[k] = c
+			wg.Done()
+		}(k)
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	var sum uint64
+	for _, c := range counts {
+		sum += c
+	}
+	return d, sum
+}
+
+func pingPong(n uint64) (time.Duration, uint64) {
+	ping := make(chan uint64)
+	pong := make(chan uint64)
+	done := make(chan struct{})
+	var d time.Duration
+	var token uint64
+	go func() {
+		for i := uint64(0); i < n; i++ {
+			v := <-ping
+			pong <- v + 1
+		}
+	}()
+	go func() {
+		var v uint64
+		t0 := time.Now()
+		for i := uint64(0); i < n; i++ {
+			ping <- v + 1
+			v = <-pong
+		}
+		d = time.Since(t0)
+		token = v
+		close(done)
+	}()
+	<-done
+	return d, token
+}
+
+func syncWait(n uint64) (time.Duration, uint64) {
+	ch := make(chan uint64)
+	var sum uint64
+	t0 := time.Now()
+	for i := uint64(0); i < n; i++ {
+		go func(i uint64) { ch <- i + 1 }(i)
+		sum += <-ch - i
+	}
+	return time.Since(t0), sum
+}
+
+func main() {
+	if len(os.Args) < 3 || len(os.Args) > 4 {
+		fmt.Fprintf(os.Stderr, "usage: %s WORKLOAD N [THREADS]\n", os.Args[0])
+		os.Exit(exitFailed)
+	}
+	workload := os.Args[1]
+	n, err := strconv.ParseUint(os.Args[2], 10, 64)
+	if err != nil || n == 0 {
+		fmt.Fprintf(os.Stderr, "usage: %s WORKLOAD N [THREADS]\n", os.Args[0])
+		os.Exit(exitFailed)
+	}
+	threads := uint64(1)
+	if len(os.Args) == 4 {
+		threads, err = strconv.ParseUint(os.Args[3], 10, 32)
+		if err != nil || threads == 0 || threads > 4096 {
+			fmt.Fprintf(os.Stderr, "usage: %s WORKLOAD N [THREADS]\n", os.Args[0])
+			os.Exit(exitFailed)
+		}
+	}
+
+	var run func(uint64) (time.Duration, uint64)
+	perUnit := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 } // ms
+	switch workload {
+	case "spawn-join":
+		run = spawnJoin
+	case "skynet":
+		if !isPowerOf10(n) {
+			fmt.Fprintln(os.Stderr, "peer-go: skynet needs a power of 10 leaves")
+			os.Exit(exitFailed)
+		}
+		run = func(n uint64) (time.Duration, uint64) {
+			out := make(chan uint64)
+			t0 := time.Now()
+			go skynet(out, 0, n)
+			sum := <-out
+			return time.Since(t0), sum
+		}
+	case "fib":
+		if n > 90 {
+			fmt.Fprintf(os.Stderr, "peer-go: fib(%d) overflows\n", n)
+			os.Exit(exitFailed)
+		}
+		run = func(n uint64) (time.Duration, uint64) {
+			t0 := time.Now()
+			r := fib(n)
+			return time.Since(t0), r
+		}
+	case "yield":
+		run = yieldRun
+		perUnit = func(d time.Duration) float64 {
+			return float64(d.Nanoseconds()) / (float64(yieldTasks) * float64(n))
+		}
+	case "ping-pong":
+		run = pingPong
+		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+	case "sync-wait":
+		run = syncWait
+		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+	default:
+		fmt.Fprintf(os.Stderr, "peer-go: no workload '%s'\n", workload)
+		os.Exit(exitUnknown)
+	}
+
+	runtime.GOMAXPROCS(int(threads))
+	warm(int(threads))
+	d, check := run(n)
+	fmt.Printf("result %.9g %d\n", perUnit(d), check)
+}

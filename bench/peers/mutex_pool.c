@@ -1,0 +1,342 @@
+/*
+ * mutex_pool.c — peer-mutex-pool: the textbook thread pool.
+ *
+ * THREADS worker threads take jobs from one FIFO queue guarded by one
+ * pthread mutex and one condition variable; a submit mallocs a queue node,
+ * appends it and signals one idle worker.  Jobs run to completion on the
+ * worker's own stack: there is no suspension, so a job that waits blocks its
+ * worker thread.  This is the baseline a coroutine runtime replaces.
+ *
+ *   spawn-join  main submits N jobs (job i stores i + 1 in slot i of an
+ *               array allocated before the clock starts) and waits until all
+ *               have run: a counter of finished jobs under a mutex, and a
+ *               condition variable main sleeps on until it reaches N.  weft
+ *               submits from a task and joins through handles; here main is
+ *               the submitter (a job that waited for other jobs would hold a
+ *               worker).  Check: the sum of the N results, N(N+1)/2.  Unit:
+ *               ms for the whole run.
+ *   sync-wait   N rounds: main submits one job (it computes i + 1) and
+ *               sleeps on that job's own mutex + condition variable (on
+ *               main's stack, initialised each round) until the job marks it
+ *               done.  The same round trip as weft_sync_wait on a task that
+ *               hops to the pool.  Check: sum of (result - i) = N.  Unit: us
+ *               per round trip.
+ *   ping-pong   Two jobs, each holding one worker for the whole run (so it
+ *               needs THREADS >= 2, else n/a), bounce a token N round trips
+ *               through one mutex and two condition variables (one per
+ *               side): a job increments the token, hands the turn over,
+ *               signals the other side and sleeps on its own condition until
+ *               the turn comes back.  Check: the token, 2N.  Unit: us per
+ *               round trip.
+ *   skynet, fib n/a: recursive fork-join on a pool whose jobs block their
+ *               worker deadlocks as soon as every worker waits for a child
+ *               still in the queue.  (Running children inline when the pool
+ *               is full would no longer be a thread pool measurement.)
+ *   yield       n/a: a job cannot give its worker up without returning.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peer.h"
+
+typedef struct job {
+    void (*fn)(void *arg);
+    void *arg;
+    struct job *next;
+} job;
+
+typedef struct pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work;    /* signalled when a job is queued or at stop */
+    job *head;
+    job *tail;
+    bool stop;
+    unsigned nthreads;
+    pthread_t *threads;
+} pool;
+
+static void *worker_main(void *arg)
+{
+    pool *p = arg;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        job *j;
+
+        while (p->head == NULL && !p->stop)
+            pthread_cond_wait(&p->work, &p->mu);
+        if (p->head == NULL) /* stop, and the queue is drained */
+            break;
+        j = p->head;
+        p->head = j->next;
+        if (p->head == NULL)
+            p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j->arg);
+        free(j);
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int pool_start(pool *p, unsigned nthreads)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    p->threads = calloc(nthreads, sizeof *p->threads);
+    if (p->threads == NULL)
+        return -1;
+    for (unsigned i = 0; i < nthreads; i++) {
+        if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0)
+            return -1;
+        p->nthreads++;
+    }
+    return 0;
+}
+
+/* Drains the queue, then joins the workers. */
+static void pool_stop(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    free(p->threads);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->mu);
+}
+
+static int pool_submit(pool *p, void (*fn)(void *), void *arg)
+{
+    job *j = malloc(sizeof *j);
+
+    if (j == NULL)
+        return -1;
+    j->fn = fn;
+    j->arg = arg;
+    j->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->tail != NULL)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+/* ---- spawn-join ---- */
+
+typedef struct join_state {
+    uint64_t *results;
+    pthread_mutex_t mu;
+    pthread_cond_t all_done;
+    uint64_t finished;
+    uint64_t n;
+} join_state;
+
+static join_state join;
+
+static void join_job(void *arg)
+{
+    uint64_t i = (uint64_t)(uintptr_t)arg;
+
+    join.results[i] = i + 1;
+    pthread_mutex_lock(&join.mu);
+    if (++join.finished == join.n)
+        pthread_cond_signal(&join.all_done);
+    pthread_mutex_unlock(&join.mu);
+}
+
+static int run_spawn_join(pool *p, uint64_t n)
+{
+    uint64_t sum = 0, t0, t1;
+
+    join.results = malloc(n * sizeof *join.results);
+    if (join.results == NULL)
+        return PEER_EXIT_FAILED;
+    pthread_mutex_init(&join.mu, NULL);
+    pthread_cond_init(&join.all_done, NULL);
+    join.finished = 0;
+    join.n = n;
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        if (pool_submit(p, join_job, (void *)(uintptr_t)i) != 0) {
+            fprintf(stderr, "peer-mutex-pool: out of memory\n");
+            exit(PEER_EXIT_FAILED);
+        }
+    }
+    pthread_mutex_lock(&join.mu);
+    while (join.finished != n)
+        pthread_cond_wait(&join.all_done, &join.mu);
+    pthread_mutex_unlock(&join.mu);
+    for (uint64_t i = 0; i < n; i++)
+        sum += join.results[i];
+    t1 = bench_now_ns();
+
+    peer_report((double)(t1 - t0) / 1e6, sum);
+    free(join.results);
+    return 0;
+}
+
+/* ---- sync-wait ---- */
+
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    uint64_t arg;
+    uint64_t result;
+} waiter;
+
+static void sync_job(void *arg)
+{
+    waiter *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    w->result = w->arg + 1;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    /* Main may free w as soon as this unlock lets it see done. */
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int run_sync_wait(pool *p, uint64_t n)
+{
+    uint64_t sum = 0, t0, t1;
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        waiter w;
+
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        w.done = false;
+        w.arg = i;
+        if (pool_submit(p, sync_job, &w) != 0) {
+            fprintf(stderr, "peer-mutex-pool: out of memory\n");
+            exit(PEER_EXIT_FAILED);
+        }
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        pthread_cond_destroy(&w.cv);
+        pthread_mutex_destroy(&w.mu);
+        sum += w.result - i;
+    }
+    t1 = bench_now_ns();
+
+    peer_report((double)(t1 - t0) / 1e3 / (double)n, sum);
+    return 0;
+}
+
+/* ---- ping-pong ---- */
+
+typedef struct table {
+    pthread_mutex_t mu;
+    pthread_cond_t turn_cv[2];  /* side k sleeps on turn_cv[k] */
+    int turn;                   /* whose move: 0 = A, 1 = B */
+    uint64_t token;
+    uint64_t rounds;
+    uint64_t t0, t1;
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+    int done;
+} table;
+
+static table tbl;
+
+/* Side k makes `rounds` moves: wait for its turn, bump the token, pass. */
+static void play(int k)
+{
+    pthread_mutex_lock(&tbl.mu);
+    for (uint64_t i = 0; i < tbl.rounds; i++) {
+        while (tbl.turn != k)
+            pthread_cond_wait(&tbl.turn_cv[k], &tbl.mu);
+        if (k == 0 && i == 0)
+            tbl.t0 = bench_now_ns();
+        tbl.token++;
+        tbl.turn = 1 - k;
+        pthread_cond_signal(&tbl.turn_cv[1 - k]);
+    }
+    if (k == 0) { /* A's last pass is answered once more by B */
+        while (tbl.turn != 0)
+            pthread_cond_wait(&tbl.turn_cv[0], &tbl.mu);
+        tbl.t1 = bench_now_ns();
+    }
+    pthread_mutex_unlock(&tbl.mu);
+
+    pthread_mutex_lock(&tbl.done_mu);
+    tbl.done++;
+    pthread_cond_signal(&tbl.done_cv);
+    pthread_mutex_unlock(&tbl.done_mu);
+}
+
+static void side_a(void *arg) { (void)arg; play(0); }
+static void side_b(void *arg) { (void)arg; play(1); }
+
+static int run_ping_pong(pool *p, uint64_t n)
+{
+    memset(&tbl, 0, sizeof tbl);
+    pthread_mutex_init(&tbl.mu, NULL);
+    pthread_cond_init(&tbl.turn_cv[0], NULL);
+    pthread_cond_init(&tbl.turn_cv[1], NULL);
+    pthread_mutex_init(&tbl.done_mu, NULL);
+    pthread_cond_init(&tbl.done_cv, NULL);
+    tbl.rounds = n;
+
+    if (pool_submit(p, side_b, NULL) != 0 || pool_submit(p, side_a, NULL) != 0)
+        return PEER_EXIT_FAILED;
+    pthread_mutex_lock(&tbl.done_mu);
+    while (tbl.done != 2)
+        pthread_cond_wait(&tbl.done_cv, &tbl.done_mu);
+    pthread_mutex_unlock(&tbl.done_mu);
+
+    peer_report((double)(tbl.t1 - tbl.t0) / 1e3 / (double)n, tbl.token);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    peer_args a;
+    pool p;
+    int rc;
+
+    peer_parse_args(argc, argv, &a);
+    if (strcmp(a.workload, "skynet") == 0 || strcmp(a.workload, "fib") == 0 ||
+        strcmp(a.workload, "yield") == 0)
+        return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
+    if (strcmp(a.workload, "ping-pong") == 0 && a.threads < 2)
+        return PEER_EXIT_UNKNOWN_WORKLOAD; /* each side holds a worker */
+    if (strcmp(a.workload, "spawn-join") != 0 &&
+        strcmp(a.workload, "sync-wait") != 0 &&
+        strcmp(a.workload, "ping-pong") != 0) {
+        fprintf(stderr, "peer-mutex-pool: no workload '%s'\n", a.workload);
+        return PEER_EXIT_UNKNOWN_WORKLOAD;
+    }
+
+    /* The pool is started before, and stopped after, the timed region. */
+    if (pool_start(&p, a.threads) != 0) {
+        fprintf(stderr, "peer-mutex-pool: cannot start %u threads\n", a.threads);
+        return PEER_EXIT_FAILED;
+    }
+    if (strcmp(a.workload, "spawn-join") == 0)
+        rc = run_spawn_join(&p, a.n);
+    else if (strcmp(a.workload, "sync-wait") == 0)
+        rc = run_sync_wait(&p, a.n);
+    else
+        rc = run_ping_pong(&p, a.n);
+    pool_stop(&p);
+    return rc;
+}

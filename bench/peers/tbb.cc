@@ -1,0 +1,196 @@
+/*
+ * tbb.cc — peer-tbb: oneTBB tasks (tbb::task_group in a tbb::task_arena).
+ *
+ * oneTBB is stackless: a task is a function object run to completion, and a
+ * waiting tbb::task_group::wait() does not suspend but runs other tasks on
+ * the waiting thread's stack.  That is what makes its fork-join fast, and
+ * what weft's inline awaits imitate.
+ *
+ * Fork-join workloads run inside `task_arena arena(THREADS)`: THREADS slots,
+ * one of them reserved for the thread that calls arena.execute (main), so
+ * THREADS threads in all do the work, as THREADS weft workers do while main
+ * sleeps in weft_sync_wait.  The arena's worker threads are started and
+ * warmed by one small parallel_for before the clock starts, as weft's pool
+ * is created first.  The clock runs inside arena.execute.
+ *
+ *   spawn-join  from inside the arena, N tg.run() of a task that stores
+ *               i + 1 in slot i (array allocated before the clock), one
+ *               tg.wait(), sum (N(N+1)/2).  TBB has no per-task handle; the
+ *               slot plays the handle's part.  ms per run.
+ *   skynet      skynet(num, size): size 1 returns num; else a task_group
+ *               runs 10 children skynet(num + i*size/10, size/10), each
+ *               writing its slot of the parent's array, wait, sum.  N leaves
+ *               (a power of 10); check N(N-1)/2.  ms per run.
+ *   fib         fib(n) = n < 2 ? n : tg.run(fib(n-1)), fib(n-2) inline,
+ *               tg.wait(), sum: the same shape as every implementation.
+ *               N is the argument; check fib(N).  ms per run.
+ *   sync-wait   N rounds: main (a plain thread, outside the arena) hands a
+ *               job to the arena's workers with arena.enqueue and blocks on
+ *               a std::future until the job has fulfilled its std::promise
+ *               with i + 1.  The arena here is task_arena(THREADS, 0): no
+ *               slot for main, THREADS workers.  (arena.execute would not do:
+ *               it makes main join the arena and, with a free slot, run the
+ *               job itself, so nothing would cross threads.)  Check: sum of
+ *               (result - i) = N.  us per round trip.
+ *   yield, ping-pong  n/a: a TBB task cannot give up its thread and be
+ *               resumed later except through the resumable-task extension
+ *               (tbb::task::suspend), which is not the task model TBB code
+ *               is written in.
+ */
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <vector>
+
+#include "peer.h"
+
+namespace {
+
+constexpr uint64_t skynet_div = 10;
+
+uint64_t skynet(uint64_t num, uint64_t size)
+{
+    if (size == 1)
+        return num;
+    uint64_t r[skynet_div];
+    const uint64_t child = size / skynet_div;
+    tbb::task_group tg;
+    for (uint64_t i = 0; i < skynet_div; i++)
+        tg.run([&r, i, num, child] { r[i] = skynet(num + i * child, child); });
+    tg.wait();
+    uint64_t sum = 0;
+    for (uint64_t v : r)
+        sum += v;
+    return sum;
+}
+
+uint64_t fib(uint64_t n)
+{
+    if (n < 2)
+        return n;
+    uint64_t x = 0;
+    tbb::task_group tg;
+    tg.run([&x, n] { x = fib(n - 1); });
+    const uint64_t y = fib(n - 2);
+    tg.wait();
+    return x + y;
+}
+
+bool is_power_of_10(uint64_t n)
+{
+    while (n > 1 && n % 10 == 0)
+        n /= 10;
+    return n == 1;
+}
+
+// Starts the arena's workers before the clock does.
+void warm(tbb::task_arena &arena)
+{
+    std::atomic<uint64_t> sink{0};
+    arena.execute([&sink] {
+        tbb::parallel_for(0, 10000, [&sink](int i) {
+            sink.fetch_add(uint64_t(i), std::memory_order_relaxed);
+        });
+    });
+}
+
+// Runs body inside a THREADS-slot arena (one slot for main) and reports.
+template <class Body>
+int fork_join(unsigned threads, double divisor, Body body)
+{
+    tbb::task_arena arena{int(threads)};
+    arena.initialize();
+    warm(arena);
+    uint64_t check = 0, t0 = 0, t1 = 0;
+    arena.execute([&] {
+        t0 = bench_now_ns();
+        check = body();
+        t1 = bench_now_ns();
+    });
+    peer_report(double(t1 - t0) / divisor, check);
+    return 0;
+}
+
+// The job owns its promise: main must not destroy a promise while the
+// worker may still be inside its set_value.  TBB calls a const functor.
+struct sync_job {
+    mutable std::promise<uint64_t> done;
+    uint64_t i;
+    void operator()() const { done.set_value(i + 1); }
+};
+
+int run_sync_wait(unsigned threads, uint64_t n)
+{
+    tbb::task_arena arena{int(threads), 0};
+    arena.initialize();
+    warm(arena);
+
+    uint64_t sum = 0;
+    const uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        std::promise<uint64_t> done;
+        std::future<uint64_t> result = done.get_future();
+        arena.enqueue(sync_job{std::move(done), i});
+        sum += result.get() - i;
+    }
+    const uint64_t t1 = bench_now_ns();
+    peer_report(double(t1 - t0) / 1e3 / double(n), sum);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    peer_args a;
+
+    peer_parse_args(argc, argv, &a);
+    const uint64_t n = a.n;
+    const char *w = a.workload;
+
+    // TBB caps its worker threads at the CPU count minus one; lift the cap
+    // so THREADS workers (plus main) exist whatever the machine.
+    tbb::global_control allow{tbb::global_control::max_allowed_parallelism,
+                              size_t(a.threads) + 1};
+
+    if (std::strcmp(w, "spawn-join") == 0) {
+        std::vector<uint64_t> slots(n);
+        return fork_join(a.threads, 1e6, [&slots, n] {
+            tbb::task_group tg;
+            for (uint64_t i = 0; i < n; i++)
+                tg.run([&slots, i] { slots[i] = i + 1; });
+            tg.wait();
+            uint64_t sum = 0;
+            for (uint64_t v : slots)
+                sum += v;
+            return sum;
+        });
+    }
+    if (std::strcmp(w, "skynet") == 0) {
+        if (!is_power_of_10(n)) {
+            std::fprintf(stderr, "peer-tbb: skynet needs a power of 10 leaves\n");
+            return PEER_EXIT_FAILED;
+        }
+        return fork_join(a.threads, 1e6, [n] { return skynet(0, n); });
+    }
+    if (std::strcmp(w, "fib") == 0) {
+        if (n > 90) {
+            std::fprintf(stderr, "peer-tbb: fib(%" PRIu64 ") overflows\n", n);
+            return PEER_EXIT_FAILED;
+        }
+        return fork_join(a.threads, 1e6, [n] { return fib(n); });
+    }
+    if (std::strcmp(w, "sync-wait") == 0)
+        return run_sync_wait(a.threads, n);
+    if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0)
+        return PEER_EXIT_UNKNOWN_WORKLOAD; // see the top of this file
+    std::fprintf(stderr, "peer-tbb: no workload '%s'\n", w);
+    return PEER_EXIT_UNKNOWN_WORKLOAD;
+}
