@@ -38,8 +38,16 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
-/* Free stack an inline await must leave for the body it calls. */
-#define INLINE_RESERVE (64u * 1024u)
+/*
+ * Inline awaits run a child's body on the awaiter's stack, and the child is
+ * promised its declared stack size however it runs.  So each task stack
+ * reserves its declared size twice over (pages commit only when touched,
+ * so this costs address space, not memory), and an inline await needs the
+ * child's full declared size free below it, plus some slack for the frames
+ * of the await itself.
+ */
+#define INLINE_SLACK (16u * 1024u)
+#define INLINE_ROOM_MAX ((size_t)64 << 20)
 
 static inline uint64_t refs_of(uint64_t s)
 {
@@ -372,14 +380,23 @@ struct weft_task *weft__task_park(struct weft_task *t)
 
 static void task_entry(void *val, void *arg);
 
+/* The stack size a task's body is promised. */
+static size_t declared_stack(const struct weft_task *t, const weft_pool *pool)
+{
+    size_t size = t->stack_size;
+    if (!size && pool)
+        size = pool->stack_size;
+    return size ? size : WEFT_STACK_DEFAULT;
+}
+
 /* Give a task its stack and context on the thread that first runs it. */
 static void prepare(struct weft_task *t)
 {
     if (t->started)
         return;
-    size_t size = t->stack_size;
-    if (!size && t->pool)
-        size = t->pool->stack_size;
+    size_t size = declared_stack(t, t->pool);
+    /* Twice over, for the bodies it may run inline (see the top). */
+    size += size <= INLINE_ROOM_MAX ? size : 0;
     int err = weft__stack_alloc(&t->co.stack, size);
     if (err)
         weft__coro_die(&t->co, "no memory for the stack of a starting task");
@@ -579,11 +596,11 @@ static void *await_action(void *arg, void *val)
 }
 
 /* Enough stack left below the caller for an inline body? */
-static bool stack_room(struct weft_task *self)
+static bool stack_room(struct weft_task *self, size_t need)
 {
     char *low = weft__stack_low(&self->co.stack);
     char *here = __builtin_frame_address(0);
-    return here > low && (size_t)(here - low) > INLINE_RESERVE;
+    return here > low && (size_t)(here - low) > need + INLINE_SLACK;
 }
 
 /*
@@ -597,7 +614,8 @@ static bool stack_room(struct weft_task *self)
 static bool try_inline(struct weft_task *self, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
-    if (!w || t->spawned_on != w->pool || !stack_room(self))
+    if (!w || t->spawned_on != w->pool ||
+        !stack_room(self, declared_stack(t, t->spawned_on)))
         return false;
     /* Acquire: pairs with spawn's release of the state (its fields). */
     uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);

@@ -19,8 +19,12 @@
 
 #ifdef WT_UNDER_TSAN
 #define WT_LIVE(n) ((n) < 2000 ? (n) : 2000)
+/* Iteration counts of the heavier unit tests: TSan runs them ~20x slower,
+ * and the CI budget is minutes. */
+#define WT_HEAVY(n) ((n) / 10)
 #else
 #define WT_LIVE(n) (n)
+#define WT_HEAVY(n) (n)
 #endif
 
 #endif

@@ -51,11 +51,22 @@ static struct weft_coro no_thread_root = {.flags = WEFT__CORO_ROOT};
 __thread struct weft__thread weft__tls __attribute__((tls_model(
     "initial-exec"))) = {.current = &no_thread_root};
 
-/* For use after a switch: the thread-local block of the thread we are on
- * now, not the one whose address the compiler computed before. */
-__attribute__((noinline)) struct weft__thread *weft__tls_fresh(void)
+/*
+ * For use after a switch: the thread-local block of the thread we are on
+ * now.  noinline, and an empty volatile asm, so that no optimiser (gcc's
+ * whole-program pure/const analysis under LTO did exactly this) treats two
+ * calls as returning the same value.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define WEFT_OPAQUE __attribute__((noinline, noipa))
+#else
+#define WEFT_OPAQUE __attribute__((noinline))
+#endif
+WEFT_OPAQUE struct weft__thread *weft__tls_fresh(void)
 {
-    return &weft__tls;
+    struct weft__thread *t = &weft__tls;
+    __asm__ volatile("" : "+r"(t));
+    return t;
 }
 
 _Noreturn void weft__coro_die(const struct weft_coro *co, const char *what)

@@ -51,9 +51,11 @@
  *      read lefts first (so a task counted as left is counted as arrived).
  *      When drained it sets `stop` and wakes every worker and the
  *      destroyer; workers exit their loops on `stop`.
- *   5. The destroyer joins the workers, then drops the queue entries that
- *      are left (stale entries of tasks that were run inline), so no task
- *      record leaks, and frees the pool.
+ *   5. The destroyer joins the workers, waits for threads outside the pool
+ *      that queued a task and are still waking a worker (their task may
+ *      already have ended: outside_submitters), then drops the queue
+ *      entries that are left (stale entries of tasks that were run inline),
+ *      so no task record leaks, and frees the pool.
  */
 #include "runtime.h"
 
@@ -232,13 +234,25 @@ static void push_local(struct weft__worker *w, struct weft_task *t)
         overflow(w, t);
 }
 
+/* Queue t from a thread that is not one of p's workers (see
+ * outside_submitters). */
+static void submit_outside(weft_pool *p, struct weft_task *t)
+{
+    atomic_fetch_add_explicit(&p->outside_submitters, 1, memory_order_seq_cst);
+    inject(p, t);
+    wake_if_needed(p);
+    /* Our last touch of the pool. */
+    atomic_fetch_sub_explicit(&p->outside_submitters, 1, memory_order_release);
+}
+
 void weft__pool_submit(weft_pool *p, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
-    if (w && w->pool == p)
-        push_local(w, t);
-    else
-        inject(p, t);
+    if (!w || w->pool != p) {
+        submit_outside(p, t);
+        return;
+    }
+    push_local(w, t);
     wake_if_needed(p);
 }
 
@@ -252,8 +266,7 @@ void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || w->pool != p) {
-        inject(p, t);
-        wake_if_needed(p);
+        submit_outside(p, t);
         return;
     }
     struct weft_task *old =
@@ -266,6 +279,11 @@ void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
 
 void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
 {
+    struct weft__worker *w = weft__worker_current();
+    if (!w || w->pool != p) {
+        submit_outside(p, t);
+        return;
+    }
     inject(p, t);
     wake_if_needed(p);
 }
@@ -690,6 +708,9 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
 
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);
+    /* Outside submitters still between their queueing and their wake. */
+    while (atomic_load_explicit(&p->outside_submitters, memory_order_acquire))
+        sched_yield();
     drop_queued(p);
     weft__parker_fini(&parker);
     free_pool(p, p->nworkers);

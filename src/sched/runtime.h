@@ -168,6 +168,11 @@ struct weft_pool {
     _Atomic uint32_t stop;         /* drained: workers exit                 */
     _Atomic uint32_t destroying;
     struct weft__parker *destroyer;
+    /* Threads outside the pool between queueing a task on it and their
+     * last touch of the pool (the wake): destroy waits for them before it
+     * frees the pool, since the task they queued may end, and the pool
+     * drain, before they are done. */
+    _Atomic uint32_t outside_submitters;
 
     struct weft__timers timers;
 };

@@ -5,6 +5,7 @@
  * Task bodies report through CHECK (see wt.h), never through cmocka asserts.
  */
 #include "wt.h"
+#include "../live_limit.h"
 
 static void *ret_arg(void *arg) { return arg; }
 
@@ -227,7 +228,7 @@ static void test_task_waits_for_task_same_pool(void **state)
 }
 
 /* Ping-pong between two tasks through fresh events. */
-enum { PP = 2000 };
+enum { PP = WT_HEAVY(2000) };
 
 struct pp {
     weft_event ping[PP], pong[PP];
@@ -486,7 +487,7 @@ static void test_broadcast(void **state)
  * returns from the frame and at once scribbles over that stack memory and
  * checks it: a setter that touches the event after the wait returned
  * corrupts the pattern (and ASan/TSan see the late access). */
-enum { STACK_ROUNDS = 10000 };
+enum { STACK_ROUNDS = WT_HEAVY(10000) };
 
 struct mailbox {
     _Atomic(weft_event *) slot;

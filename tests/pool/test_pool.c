@@ -235,6 +235,41 @@ static void test_destroy_from_other_pool_task(void **state)
     WT_CLEAN();
 }
 
+/* A pool created, used and destroyed entirely from inside a task of
+ * another pool. */
+static void *create_use_destroy(void *arg)
+{
+    unsigned n = (unsigned)I(arg);
+    weft_pool_opts o = { .threads = n, .name = "inner" };
+    weft_pool *b = NULL;
+    int rc = weft_pool_create(&b, &o);
+    CHECK_EQ(rc, 0);
+    if (rc != 0)
+        return P(rc);
+    CHECK_EQ(weft_pool_threads(b), n);
+    atomic_store(&other_count, 0);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(weft_spawn(b, slow_incr, NULL, NULL), 0);
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn(b, ret_current_pool, NULL, &t), 0);
+    void *r = NULL;
+    CHECK_EQ(weft_await(t, &r), 0);
+    CHECK_PTR_EQ(r, b);
+    rc = weft_pool_destroy(b);
+    CHECK_EQ(atomic_load(&other_count), 20);
+    return P(rc);
+}
+
+static void test_create_destroy_in_task(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *a = wt_pool(n);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(I(wt_run(a, create_use_destroy, P(n))), 0);
+    wt_destroy(a);
+    WT_CLEAN();
+}
+
 /* After destroy has begun: spawn from a plain thread -> -ESHUTDOWN (and
  * *out untouched), a second destroy -> -EBUSY, schedule onto the pool ->
  * -ESHUTDOWN (the caller does not move); destroy waits for the blocked
@@ -545,6 +580,7 @@ int main(void)
         WT_TEST(test_current),
         WT_TEST(test_destroy_from_own_worker),
         WT_TEST(test_destroy_from_other_pool_task),
+        WT_TEST(test_create_destroy_in_task),
         WT_TEST(test_shutdown_refuses),
         WT_TEST(test_destroy_drains),
         WT_TEST(test_destroy_idle),
