@@ -302,6 +302,10 @@ extern bool weft__task_claim_queued(struct weft_task *t);
 static struct weft_task *pop_local(struct weft__worker *w)
 {
     struct weft_task *t;
+    /* Only we push, so a deque that looks empty to us is empty (thieves
+     * only take): skip pop's locked store then. */
+    if (!weft__runq_len(&w->q))
+        return NULL;
     while ((t = weft__runq_pop(&w->q)))
         if (weft__task_claim_queued(t))
             return t;
