@@ -200,8 +200,9 @@ void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
 void weft__pool_kick(weft_pool *pool);
 
 /* Count a task arriving at (getting home) / leaving pool, on the calling
- * thread.  Arrivals from outside the pool fail with -ESHUTDOWN once
- * destroy began, unless `inside` (the task already ran on this pool). */
+ * thread (the drain accounting of shutdown, pool.c).  An arrival from
+ * outside the pool fails with -ESHUTDOWN once destroy began; one from the
+ * pool's own workers (its tasks spawning more) never does. */
 int weft__pool_arrive(weft_pool *pool);
 void weft__pool_leave(weft_pool *pool);
 
