@@ -831,14 +831,25 @@ static void *move_action(void *arg, void *val)
     return NULL;
 }
 
+/* Post-switch: a yielding task goes behind what is queued on its worker
+ * (the worker that runs this action: the one it yielded on). */
+static void *yield_action(void *arg, void *val)
+{
+    (void)val;
+    struct weft_task *self = arg;
+    struct weft__worker *w = weft__tls.worker;
+    make_scheduled(self);
+    weft__pool_submit_yield(w, self);
+    return NULL;
+}
+
 WEFT_EXPORT int weft_yield(void)
 {
     struct weft_task *self = weft__task_current();
     struct weft__worker *w = weft__worker_current();
-    if (!self || !w)
+    if (!self || !w || self->pool != w->pool)
         return -EPERM;
-    struct move_args m = {self, w->pool};
-    weft__task_suspend(move_action, &m);
+    weft__task_suspend(yield_action, self);
     return 0;
 }
 
@@ -850,7 +861,7 @@ WEFT_EXPORT int weft_schedule(weft_pool *pool)
     if (!self)
         return -EPERM;
     struct weft__worker *w = weft__worker_current();
-    if (w && w->pool == pool)
+    if (w && w->pool == pool && self->pool == pool)
         return weft_yield();
     int err = weft__pool_arrive(pool);
     if (err)

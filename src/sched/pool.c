@@ -288,6 +288,35 @@ void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
     wake_if_needed(p);
 }
 
+/*
+ * A task that yields goes to this worker's own FIFO of yielded tasks: no
+ * shared line, no atomic, and round-robin order on this worker.  Those
+ * tasks cannot be stolen, so while some worker is idle a yield goes to the
+ * global queue instead, where it can be picked up; as tasks keep yielding,
+ * a worker's backlog drains that way to idle workers.
+ */
+void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
+{
+    weft_pool *p = w->pool;
+    if (w->yielded_tail - w->yielded_head >= WEFT__RUNQ_SIZE ||
+        atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0) {
+        inject(p, t);
+        wake_if_needed(p);
+        return;
+    }
+    w->yielded[w->yielded_tail++ % WEFT__RUNQ_SIZE] = t;
+}
+
+static struct weft_task *pop_yielded(struct weft__worker *w)
+{
+    while (w->yielded_head != w->yielded_tail) {
+        struct weft_task *t = w->yielded[w->yielded_head++ % WEFT__RUNQ_SIZE];
+        if (weft__task_claim_queued(t))
+            return t;
+    }
+    return NULL;
+}
+
 static void wake_all(weft_pool *p)
 {
     for (unsigned i = 0; i < p->nworkers; i++)
@@ -295,9 +324,6 @@ static void wake_all(weft_pool *p)
 }
 
 /* ------------------------------------------------------------ the search */
-
-/* Claim a popped entry, or drop it if stale. */
-extern bool weft__task_claim_queued(struct weft_task *t);
 
 static struct weft_task *pop_local(struct weft__worker *w)
 {
@@ -505,8 +531,11 @@ static struct weft_task *find_work(struct weft__worker *w)
     for (;;) {
         struct weft_task *t = NULL;
         if (++w->tick % GLOBAL_EVERY == 0) {
-            /* Fairness: the global queue, then our own oldest task. */
+            /* Fairness: the global queue, the yielded, then our own
+             * oldest task. */
             t = take_global(w);
+            if (!t)
+                t = pop_yielded(w);
             while (!t && weft__runq_len(&w->q)) {
                 struct weft_task *old = weft__runq_steal(&w->q);
                 if (old && weft__task_claim_queued(old))
@@ -531,6 +560,8 @@ static struct weft_task *find_work(struct weft__worker *w)
             t = pop_local(w);
         if (!t)
             t = take_global(w);
+        if (!t)
+            t = pop_yielded(w);
         if (!t && atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
             /* The streak cap let others go first; now the slot's turn. */
             t = atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);

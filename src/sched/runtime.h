@@ -108,6 +108,11 @@ struct weft_task *weft__task_park(struct weft_task *t);
  * IDLE (then a wake or another claim has it). */
 bool weft__task_claim_idle(struct weft_task *t);
 
+/* Claim a task taken from a run queue (SCHEDULED -> RUNNING, the entry's
+ * reference consumed); false if the entry was stale (its reference is
+ * dropped then). */
+bool weft__task_claim_queued(struct weft_task *t);
+
 /* Drop n references; frees the record at zero. */
 void weft__task_unref(struct weft_task *t, uint64_t n);
 
@@ -127,6 +132,10 @@ struct weft__worker {
      * last resort.  Holds a queue entry's reference. */
     _Atomic(struct weft_task *) lifo;
     unsigned lifo_streak;         /* slot runs in a row (capped)           */
+    /* Tasks that yielded here, FIFO, owner only (no atomics): they run
+     * after the deque and the global queue, in the order they yielded. */
+    struct weft_task *yielded[WEFT__RUNQ_SIZE];
+    uint32_t yielded_head, yielded_tail;
     weft_pool *pool;
     unsigned index;
     pthread_t thread;
@@ -194,6 +203,10 @@ void weft__pool_submit_woken(weft_pool *pool, struct weft_task *t);
 /* Queue t behind everything already queued on pool (the global queue):
  * for a yield, which the local deque (LIFO) would run again at once. */
 void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
+
+/* On a worker of t's pool: queue a task that yields, behind what is queued
+ * here (see pool.c). */
+void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
 
 /* A timer earlier than any before was armed: make sure some worker is
  * awake to notice (wakes an idle one unless one is searching). */
