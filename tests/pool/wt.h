@@ -51,44 +51,10 @@
 /* ------------------------------------------------------------------ */
 /* Checks usable on any thread                                          */
 
-__attribute__((unused)) static atomic_int wt_failures;
-
-static inline void wt_fail(const char *file, int line, const char *expr,
-                    long long a, long long b, int has_values)
-{
-    if (atomic_fetch_add(&wt_failures, 1) < 20) {
-        if (has_values)
-            fprintf(stderr, "%s:%d: check failed: %s (%lld vs %lld)\n",
-                    file, line, expr, a, b);
-        else
-            fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
-    }
-}
-
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c))                                                       \
-            wt_fail(__FILE__, __LINE__, #c, 0, 0, 0);                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                  \
-    do {                                                                \
-        long long wt_a_ = (long long)(a), wt_b_ = (long long)(b);       \
-        if (wt_a_ != wt_b_)                                             \
-            wt_fail(__FILE__, __LINE__, #a " == " #b, wt_a_, wt_b_, 1); \
-    } while (0)
-
-#define CHECK_PTR_EQ(a, b)                                              \
-    do {                                                                \
-        const void *wt_pa_ = (const void *)(a), *wt_pb_ = (const void *)(b); \
-        if (wt_pa_ != wt_pb_)                                           \
-            wt_fail(__FILE__, __LINE__, #a " == " #b,                   \
-                    (long long)(uintptr_t)wt_pa_,                       \
-                    (long long)(uintptr_t)wt_pb_, 1);                   \
-    } while (0)
+#include "../check.h"
 
 /* On the main thread, at the end of a case: no check failed anywhere. */
-#define WT_CLEAN() assert_int_equal(atomic_exchange(&wt_failures, 0), 0)
+#define WT_CLEAN() assert_int_equal(atomic_exchange(&check_failures, 0), 0)
 
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
@@ -154,7 +120,7 @@ static inline int wt_setup(void **state)
 {
     const struct wt_param *prm = *state;
     wt_current_case = prm ? prm->name : "(unnamed)";
-    atomic_store(&wt_failures, 0);
+    atomic_store(&check_failures, 0);
     signal(SIGALRM, wt_on_alarm);
     alarm(WT_CASE_SECONDS);
     return 0;

@@ -43,35 +43,11 @@
 #define STRESS_STALL_S 30
 #endif
 
-__attribute__((unused)) static atomic_long st_failures;
 __attribute__((unused)) static atomic_ulong st_progress;
 __attribute__((unused)) static const char *volatile st_phase = "start";
 __attribute__((unused)) static const char *st_name = "stress";
 
-static inline void st_fail(const char *file, int line, const char *expr,
-                           long long a, long long b, int has_values)
-{
-    if (atomic_fetch_add(&st_failures, 1) < 20) {
-        if (has_values)
-            fprintf(stderr, "%s:%d: check failed: %s (%lld vs %lld)\n",
-                    file, line, expr, a, b);
-        else
-            fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
-    }
-}
-
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c))                                                       \
-            st_fail(__FILE__, __LINE__, #c, 0, 0, 0);                   \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                  \
-    do {                                                                \
-        long long st_a_ = (long long)(a), st_b_ = (long long)(b);       \
-        if (st_a_ != st_b_)                                             \
-            st_fail(__FILE__, __LINE__, #a " == " #b, st_a_, st_b_, 1); \
-    } while (0)
+#include "../check.h"
 
 /* Fatal on the main thread: print and exit. */
 #define REQUIRE(c)                                                      \
@@ -210,7 +186,7 @@ static inline void st_report(const char *what, long iters, uint64_t t0)
 /* Exit status: 0 when no check failed. */
 static inline int st_finish(void)
 {
-    long f = atomic_load(&st_failures);
+    long f = atomic_load(&check_failures);
     double s = (double)(st_now_ns() - st_wd.t0) / 1e9;
     if (f) {
         fprintf(stderr, "%s: FAILED: %ld failed checks (%.3f s)\n", st_name,
