@@ -71,24 +71,15 @@ static void *fib_root(void *arg)
 static int fib_weft(const bench_params *p, bench_sample *out)
 {
     fib_run r = { .n = p->n };
-    int rc, rc2;
+    int rc;
 
     if (p->n > FIB_MAX) {
         fprintf(stderr, WHO ": fib(%llu) is past %d (and would never end)\n",
                 (unsigned long long)p->n, FIB_MAX);
         return -EINVAL;
     }
-    bench_task_err_reset(&fib_err);
-    rc = bench_pool_create(&fib_pool, p->threads, WHO);
-    if (rc != 0)
-        return rc;
-    rc = bench_pool_run(fib_pool, fib_root, &r, NULL, WHO);
-    rc2 = bench_pool_destroy(fib_pool, WHO);
-    fib_pool = NULL;
-    if (rc == 0)
-        rc = bench_task_err_check(&fib_err, WHO);
-    if (rc == 0)
-        rc = rc2;
+    rc = bench_pool_session(&fib_pool, p->threads, fib_root, &r, &fib_err,
+                            WHO);
     if (rc != 0)
         return rc;
     out->value = (double)(r.t1 - r.t0) / 1e6;

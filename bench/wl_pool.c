@@ -64,3 +64,18 @@ int bench_task_err_check(bench_task_err *e, const char *who)
                 e->what != NULL ? e->what : "a call", weft_strerror(rc));
     return rc;
 }
+
+int bench_pool_session(weft_pool **pool, unsigned threads, weft_fn root,
+                       void *arg, bench_task_err *err, const char *who)
+{
+    bench_task_err_reset(err);
+    int rc = bench_pool_create(pool, threads, who);
+    if (rc != 0)
+        return rc;
+    rc = bench_pool_run(*pool, root, arg, NULL, who);
+    int rc2 = bench_pool_destroy(*pool, who);
+    *pool = NULL;
+    if (rc == 0)
+        rc = bench_task_err_check(err, who);
+    return rc != 0 ? rc : rc2;
+}

@@ -28,16 +28,27 @@ int bench_pool_destroy(weft_pool *pool, const char *who);
 int bench_pool_run(weft_pool *pool, weft_fn fn, void *arg, void **result,
                    const char *who);
 
+typedef struct bench_task_err bench_task_err;
+
+/*
+ * One whole pooled run: reset err, create *pool (the root reads it to
+ * spawn onto), run root(arg) to its end from this thread, destroy the pool
+ * (and clear *pool), then report the first error among these and the ones
+ * the tasks recorded in err.  Returns 0 or that negative errno.
+ */
+int bench_pool_session(weft_pool **pool, unsigned threads, weft_fn root,
+                       void *arg, bench_task_err *err, const char *who);
+
 /*
  * The first error a task body met (0 = none).  Bodies cannot return an
  * error code through a result that is also the workload's value, so they
  * record it here with bench_task_error(), and run_weft reports it after
  * the root task has ended.
  */
-typedef struct bench_task_err {
+struct bench_task_err {
     _Atomic int rc;
     const char *what;   /* the call that failed; written by the first only */
-} bench_task_err;
+};
 
 void bench_task_err_reset(bench_task_err *e);
 /* Records rc (if nonzero and the first) with the name of the failed call. */

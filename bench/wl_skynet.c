@@ -96,24 +96,14 @@ static int is_power_of_10(uint64_t n)
 static int sk_weft(const bench_params *p, bench_sample *out)
 {
     sk_run r = { .n = p->n };
-    int rc, rc2;
+    int rc;
 
     if (!is_power_of_10(p->n)) {
         fprintf(stderr, WHO ": N = %llu leaves: must be a power of 10\n",
                 (unsigned long long)p->n);
         return -EINVAL;
     }
-    bench_task_err_reset(&sk_err);
-    rc = bench_pool_create(&sk_pool, p->threads, WHO);
-    if (rc != 0)
-        return rc;
-    rc = bench_pool_run(sk_pool, sk_root, &r, NULL, WHO);
-    rc2 = bench_pool_destroy(sk_pool, WHO);
-    sk_pool = NULL;
-    if (rc == 0)
-        rc = bench_task_err_check(&sk_err, WHO);
-    if (rc == 0)
-        rc = rc2;
+    rc = bench_pool_session(&sk_pool, p->threads, sk_root, &r, &sk_err, WHO);
     if (rc != 0)
         return rc;
     out->value = (double)(r.t1 - r.t0) / 1e6;

@@ -75,7 +75,7 @@ static void *sj_root(void *arg)
 static int sj_weft(const bench_params *p, bench_sample *out)
 {
     sj_run r = { .n = p->n };
-    int rc, rc2;
+    int rc;
 
     r.handles = malloc(p->n * sizeof *r.handles);
     if (r.handles == NULL) {
@@ -83,19 +83,8 @@ static int sj_weft(const bench_params *p, bench_sample *out)
                 (unsigned long long)p->n);
         return -ENOMEM;
     }
-    bench_task_err_reset(&r.err);
-    rc = bench_pool_create(&r.pool, p->threads, WHO);
-    if (rc != 0) {
-        free(r.handles);
-        return rc;
-    }
-    rc = bench_pool_run(r.pool, sj_root, &r, NULL, WHO);
-    rc2 = bench_pool_destroy(r.pool, WHO);
+    rc = bench_pool_session(&r.pool, p->threads, sj_root, &r, &r.err, WHO);
     free(r.handles);
-    if (rc == 0)
-        rc = bench_task_err_check(&r.err, WHO);
-    if (rc == 0)
-        rc = rc2;
     if (rc != 0)
         return rc;
     out->value = (double)(r.t1 - r.t0) / 1e6;

@@ -84,18 +84,10 @@ static void *yield_root(void *arg)
 static int yield_weft(const bench_params *p, bench_sample *out)
 {
     yield_run r = { .n = p->n };
-    int rc, rc2;
+    int rc;
 
-    bench_task_err_reset(&r.err);
-    rc = bench_pool_create(&r.pool, p->threads, WHO);
-    if (rc != 0)
-        return rc;
-    rc = bench_pool_run(r.pool, yield_root, &r, NULL, WHO);
-    rc2 = bench_pool_destroy(r.pool, WHO);
-    if (rc == 0)
-        rc = bench_task_err_check(&r.err, WHO);
-    if (rc == 0)
-        rc = rc2;
+    rc = bench_pool_session(&r.pool, p->threads, yield_root, &r, &r.err,
+                            WHO);
     if (rc != 0)
         return rc;
     out->value = (double)(r.t1 - r.t0) / ((double)YIELD_TASKS * (double)p->n);
