@@ -3,32 +3,29 @@
  * prints one table.
  *
  *   weft-bench [--list] [--only NAME[,NAME...]] [--runs R] [--quick]
- *              [--size N] [--threads T] [--peer-dir DIR]
+ *              [--size N] [--threads T | --sweep T1,T2,...]
+ *              [--json FILE] [--plot FILE.svg] [--peer-dir DIR]
  *
- * How a run goes.  For each selected workload (bench/workloads.h), for run
- * j = 1..R: one weft measurement (the workload's run_weft, in this process),
- * then one measurement of each of its peers (a separate program).  The
+ * How a run goes.  The selected workloads (bench/workloads.h) become cells:
+ * one per workload, or, with --sweep, one per worker count for each pooled
+ * workload.  For each cell, for run j = 1..R: one weft measurement (the
+ * workload's run_weft, in this process, or in a fresh child process
+ * `weft-bench --child WORKLOAD N T` for workloads that ask for one), then
+ * one measurement of each of its peers (a separate program).  The
  * implementations are interleaved run by run rather than measured in blocks,
  * so a slow drift of the machine (frequency, a noisy neighbour on a VM) hits
  * every implementation alike instead of biasing whichever ran last.  Each
  * measurement's check value is compared with the workload's expect(); a
  * wrong answer is a failure, never a number in the table.  The table gives,
  * per implementation, the median and the min-max of its R values and the
- * ratio peer median / weft median (> 1: weft is faster).
+ * ratio peer median / weft median (> 1: weft is faster, or smaller).
  *
  * Peers.  A peer is a small program `peer-NAME` built beside this one, in
  * the `peers/` directory next to the weft-bench executable (found through
  * /proc/self/exe; --peer-dir overrides).  It is built only when its package
- * is installed; meson writes which peers it built, and which package each
- * missing one needs, into bench_config.h.  The protocol (bench/peers/peer.h):
- *
- *     peer-NAME WORKLOAD N THREADS      (one measurement)
- *  -> stdout: "result <value> <check>"   exit 0
- *     exit 2: this peer has no such workload (shown as "n/a")
- *     any other exit, a signal, or no result line: failure
- *
- * Peers run with posix_spawn; their stdout comes back through a pipe and
- * their stderr goes straight to ours.
+ * is installed; meson writes which peers it built, the package each missing
+ * one needs and each one's version into bench_config.h.  The protocol is
+ * bench/peers/peer.h's (spawn.c runs it).
  *
  * Sizes and runs.  A full run uses each workload's default_n and R = 5 (the
  * minimum: fewer runs give a median that one outlier can move).  --quick
@@ -38,79 +35,58 @@
  * once; --size overrides N for every selected workload.
  *
  * Threads.  The pooled workloads (spawn-join, skynet, fib, yield, ping-pong,
- * sync-wait) run on --threads T workers (default 2): weft creates its pool
- * with T threads outside the timed region, and each peer gets T as its
- * THREADS argument.  The single-thread workloads (switch, create) always
- * get 1.
+ * sync-wait) run on --threads T workers (default 2), or once at each count
+ * of --sweep: weft creates its pool with T threads outside the timed
+ * region, and each peer gets T as its THREADS argument.  The single-thread
+ * workloads (switch, create, memory) always get 1, once.
  *
- * Output.  Progress goes to stderr ("[workload i/N] NAME run j/R: ..."), the
- * table to stdout, so `weft-bench > table.txt` keeps only the table.
+ * Output.  Progress goes to stderr ("[i/N] WORKLOAD T=t run j/R: ..."), the
+ * tables to stdout (report.c), so `weft-bench > table.txt` keeps only the
+ * tables.  --json writes every run's raw figures with the machine, compiler
+ * and versions (json.c; schema in bench/README.md); --plot draws the ratio
+ * chart and, with a sweep, the scaling curves (plot.c, needs gnuplot).
  * Exit status: 0; 1 if any measurement failed or gave a wrong check value
- * (the table is printed anyway); 2 on a bad command line.
+ * (the tables are printed anyway) or a --json/--plot file could not be
+ * written; 2 on a bad command line.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, O_CLOEXEC */
 #endif
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <weft/error.h>
 
 #include "bench_config.h"
-#include "workloads.h"
-
-extern char **environ;
+#include "peers/peer.h"
+#include "results.h"
 
 #define MIN_RUNS 5
 #define DEFAULT_RUNS 5
 #define QUICK_DIVISOR 100
 #define DEFAULT_THREADS 2
 #define MAX_THREADS 1024 /* weft_pool_create's limit */
-
-/* A peer as meson configured it (bench_config.h: BENCH_PEER_TABLE). */
-typedef struct peer_info {
-    const char *name;    /* program is peers/peer-NAME                   */
-    int built;           /* 0: its package was missing at configure time */
-    const char *package; /* what to install to get it built              */
-} peer_info;
-
-/* The sentinel keeps the array valid C when meson configured no peer. */
-static const peer_info peer_table[] = { BENCH_PEER_TABLE { NULL, 0, NULL } };
-
-typedef enum {
-    IMPL_OK,      /* measured (so far)                          */
-    IMPL_SKIPPED, /* not built, or not found                    */
-    IMPL_NA,      /* the peer does not implement this workload  */
-    IMPL_FAILED,  /* crashed, bad output or wrong check value   */
-} impl_state;
-
-/* Everything measured for one implementation of one workload. */
-typedef struct impl_result {
-    const char *name;   /* "weft" or a peer name */
-    impl_state state;
-    char why[160];      /* for SKIPPED and FAILED */
-    double *values;     /* one per completed run */
-    unsigned count;
-} impl_result;
+#define MAX_SWEEP 16
 
 typedef struct options {
     bool list;
     bool quick;
     unsigned runs;          /* 0 = not given */
     uint64_t size;          /* 0 = not given */
-    unsigned threads;       /* for pooled workloads */
+    unsigned threads[MAX_SWEEP]; /* --threads T (one) or --sweep (several) */
+    size_t nthreads;
+    bool threads_given, sweep_given;
     const char *only;       /* comma-separated names, NULL = all */
     const char *peer_dir;   /* NULL = <dir of /proc/self/exe>/peers */
+    const char *json;       /* --json FILE */
+    const char *plot;       /* --plot FILE.svg */
 } options;
 
 static void usage(FILE *f)
@@ -123,11 +99,17 @@ static void usage(FILE *f)
             "  --quick            small sizes (mostly 1/%d), 1 run: a correctness check\n"
             "  --size N           use N instead of each workload's size\n"
             "  --threads T        worker threads for the pooled workloads (default %d)\n"
+            "  --sweep T1,T2,...  run the pooled workloads at each worker count and\n"
+            "                     add a scaling table (e.g. --sweep 1,2,4,8,16)\n"
+            "  --json FILE        write every run's figures, the machine and the\n"
+            "                     versions to FILE (schema: bench/README.md)\n"
+            "  --plot FILE.svg    draw the ratio chart (and scaling curves) with\n"
+            "                     gnuplot (Debian package gnuplot-nox)\n"
             "  --peer-dir DIR     where the peer-* programs are (default: peers/\n"
             "                     beside this executable)\n"
             "  --help             this text\n"
-            "The table goes to stdout, progress to stderr.  Ratio = peer/weft:\n"
-            "above 1 means weft is faster.\n",
+            "The tables go to stdout, progress to stderr.  Ratio = peer/weft:\n"
+            "above 1 means weft is faster (or, for memory, smaller).\n",
             DEFAULT_RUNS, MIN_RUNS, QUICK_DIVISOR, DEFAULT_THREADS);
 }
 
@@ -156,6 +138,44 @@ static uint64_t parse_u64(const char *opt, const char *s)
     return (uint64_t)v;
 }
 
+static unsigned parse_threads(const char *opt, const char *s)
+{
+    uint64_t t = parse_u64(opt, s);
+
+    if (t > MAX_THREADS)
+        die_usage("%s %s: at most %d workers", opt, s, MAX_THREADS);
+    return (unsigned)t;
+}
+
+/* "1,2,4,8": distinct worker counts, in the order given. */
+static void parse_sweep(const char *v, options *o)
+{
+    char item[32];
+
+    o->nthreads = 0;
+    for (const char *p = v; *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        unsigned t;
+
+        if (len == 0 || len >= sizeof item)
+            die_usage("--sweep '%s': a comma-separated list of worker counts", v);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        t = parse_threads("--sweep", item);
+        for (size_t k = 0; k < o->nthreads; k++)
+            if (o->threads[k] == t)
+                die_usage("--sweep '%s': %u twice", v, t);
+        if (o->nthreads == MAX_SWEEP)
+            die_usage("--sweep '%s': at most %d worker counts", v, MAX_SWEEP);
+        o->threads[o->nthreads++] = t;
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            die_usage("--sweep '%s': trailing comma", v);
+    }
+    if (o->nthreads == 0)
+        die_usage("--sweep needs at least one worker count");
+}
+
 /*
  * Accepts "--opt VALUE" and "--opt=VALUE".  Returns the value and advances
  * *i past it when argv[*i] is this option, NULL when it is another one.
@@ -179,7 +199,8 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt)
 static void parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->threads = DEFAULT_THREADS;
+    o->threads[0] = DEFAULT_THREADS;
+    o->nthreads = 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
 
@@ -200,16 +221,24 @@ static void parse_options(int argc, char **argv, options *o)
         } else if ((v = option_value(argc, argv, &i, "--size")) != NULL) {
             o->size = parse_u64("--size", v);
         } else if ((v = option_value(argc, argv, &i, "--threads")) != NULL) {
-            uint64_t t = parse_u64("--threads", v);
-            if (t > MAX_THREADS)
-                die_usage("--threads %s: at most %d", v, MAX_THREADS);
-            o->threads = (unsigned)t;
+            o->threads[0] = parse_threads("--threads", v);
+            o->nthreads = 1;
+            o->threads_given = true;
+        } else if ((v = option_value(argc, argv, &i, "--sweep")) != NULL) {
+            parse_sweep(v, o);
+            o->sweep_given = true;
+        } else if ((v = option_value(argc, argv, &i, "--json")) != NULL) {
+            o->json = v;
+        } else if ((v = option_value(argc, argv, &i, "--plot")) != NULL) {
+            o->plot = v;
         } else if ((v = option_value(argc, argv, &i, "--peer-dir")) != NULL) {
             o->peer_dir = v;
         } else {
             die_usage("unknown argument '%s'", argv[i]);
         }
     }
+    if (o->threads_given && o->sweep_given)
+        die_usage("--threads and --sweep exclude each other (--sweep T is one count)");
     /* A median of fewer than 5 values is one outlier away from wrong; only a
      * correctness check (--quick) may run fewer. */
     if (o->runs != 0 && o->runs < MIN_RUNS && !o->quick)
@@ -217,6 +246,10 @@ static void parse_options(int argc, char **argv, options *o)
                   o->runs, MIN_RUNS);
     if (o->runs == 0)
         o->runs = o->quick ? 1 : DEFAULT_RUNS;
+    /* Better now than after minutes of measuring. */
+    if (o->plot != NULL && !plot_available())
+        die_usage("--plot needs gnuplot, which is not on PATH "
+                  "(Debian: apt-get install gnuplot-nox)");
 }
 
 static const bench_workload *find_workload(const char *name, size_t len)
@@ -265,14 +298,6 @@ static size_t select_workloads(const char *only, const bench_workload **sel)
     return n;
 }
 
-static const peer_info *find_peer(const char *name)
-{
-    for (size_t i = 0; i < sizeof peer_table / sizeof peer_table[0]; i++)
-        if (peer_table[i].name != NULL && strcmp(peer_table[i].name, name) == 0)
-            return &peer_table[i];
-    return NULL;
-}
-
 /* N for --quick: the workload's own quick size, else 1/100 of the full. */
 static uint64_t quick_size(const bench_workload *w)
 {
@@ -291,25 +316,44 @@ static void list_workloads(void)
                "", w->default_n, quick_size(w), w->unit,
                w->pooled ? "--threads workers" : "1 thread");
         for (const char *const *p = w->peers; *p != NULL; p++) {
-            const peer_info *pi = find_peer(*p);
+            const peer_info *pi = bench_find_peer(*p);
             printf(" %s%s", *p,
                    pi == NULL ? " (not configured)"
                    : pi->built ? "" : " (not built)");
         }
         printf("\n");
     }
+    printf("\npeers (version as detected when configured):\n");
+    for (size_t i = 0; i < bench_peer_count; i++) {
+        const peer_info *pi = &bench_peer_table[i];
+
+        if (pi->built)
+            printf("  %-14s %s\n", pi->name, pi->version[0] ? pi->version : "?");
+        else
+            printf("  %-14s not built: install %s\n", pi->name, pi->package);
+    }
+}
+
+/* The path of this executable, into buf. */
+static int self_exe(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+    if (n <= 0)
+        return -errno;
+    buf[n] = '\0';
+    return 0;
 }
 
 /* The directory of this executable plus "/peers", into buf. */
 static int default_peer_dir(char *buf, size_t len)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     char *slash;
+    int rc = self_exe(exe, sizeof exe);
 
-    if (n <= 0)
-        return -errno;
-    exe[n] = '\0';
+    if (rc != 0)
+        return rc;
     slash = strrchr(exe, '/');
     if (slash == NULL)
         return -ENOENT;
@@ -320,100 +364,36 @@ static int default_peer_dir(char *buf, size_t len)
 }
 
 /*
- * Runs one peer measurement.  Returns 0 with *out filled, 2 if the peer has
- * no such workload, -1 with r->why set on any failure.
+ * weft-bench --child WORKLOAD N THREADS: one weft measurement in this fresh
+ * process, reported as a peer reports (peers/peer.h).
  */
-static int run_peer(const char *path, const bench_workload *w,
-                    const bench_params *p, bench_sample *out, impl_result *r)
+static int child_main(int argc, char **argv)
 {
-    char n_arg[32];
-    char t_arg[16];
-    char *argv[] = { (char *)path, (char *)w->name, n_arg, t_arg, NULL };
-    posix_spawn_file_actions_t fa;
-    char buf[4096];
-    size_t used = 0;
-    int fds[2];
-    pid_t pid;
-    int status;
+    peer_args a;
+    const bench_workload *w;
+    bench_params p;
+    bench_sample s = { 0.0, 0 };
     int rc;
 
-    snprintf(n_arg, sizeof n_arg, "%" PRIu64, p->n);
-    snprintf(t_arg, sizeof t_arg, "%u", p->threads);
-
-    /* CLOEXEC so the read end does not leak into the child; the dup2 onto
-     * fd 1 clears the flag on the child's copy of the write end. */
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(r->why, sizeof r->why, "pipe: %s", strerror(errno));
-        return -1;
+    peer_parse_args(argc - 1, argv + 1, &a);
+    w = find_workload(a.workload, strlen(a.workload));
+    if (w == NULL) {
+        fprintf(stderr, "weft-bench --child: no workload '%s'\n", a.workload);
+        return PEER_EXIT_UNKNOWN_WORKLOAD;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        snprintf(r->why, sizeof r->why, "spawn %.100s: %s", path, strerror(rc));
-        return -1;
-    }
-
-    /* Read everything (a chatty peer must not block on a full pipe), keep
-     * the first 4 KiB: the result line is all we need. */
-    for (;;) {
-        char sink[512];
-        char *dst = used < sizeof buf - 1 ? buf + used : sink;
-        size_t room = used < sizeof buf - 1 ? sizeof buf - 1 - used : sizeof sink;
-        ssize_t n = read(fds[0], dst, room);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (dst == buf + used)
-            used += (size_t)n;
-    }
-    buf[used] = '\0';
-    close(fds[0]);
-
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            snprintf(r->why, sizeof r->why, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-    }
-    if (WIFSIGNALED(status)) {
-        snprintf(r->why, sizeof r->why, "killed by signal %d", WTERMSIG(status));
-        return -1;
-    }
-    if (WEXITSTATUS(status) == 2)
-        return 2;
-    if (WEXITSTATUS(status) != 0) {
-        snprintf(r->why, sizeof r->why, "exit status %d", WEXITSTATUS(status));
-        return -1;
-    }
-    for (char *line = buf; line != NULL && *line != '\0';) {
-        char *next = strchr(line, '\n');
-        double value;
-        uint64_t check;
-
-        if (next != NULL)
-            *next++ = '\0';
-        if (sscanf(line, "result %lf %" SCNu64, &value, &check) == 2) {
-            out->value = value;
-            out->check = check;
-            return 0;
-        }
-        line = next;
-    }
-    snprintf(r->why, sizeof r->why, "no 'result' line in its output");
-    return -1;
+    p.n = a.n;
+    p.threads = a.threads;
+    rc = w->run_weft(&p, &s);
+    if (rc != 0)
+        return PEER_EXIT_FAILED; /* run_weft said what failed */
+    peer_report(s.value, s.check);
+    return 0;
 }
 
 /* Records one sample, or marks r failed if its check value is wrong. */
-static void record(impl_result *r, const bench_workload *w,
-                   const bench_params *p, const bench_sample *s)
+static void record(impl_result *r, const bench_cell *c, const bench_sample *s)
 {
-    uint64_t want = w->expect(p);
+    uint64_t want = c->w->expect(&c->p);
 
     if (s->check != want) {
         r->state = IMPL_FAILED; /* r->why goes in the table */
@@ -422,127 +402,7 @@ static void record(impl_result *r, const bench_workload *w,
                  s->check, want);
         return;
     }
-    r->values[r->count++] = s->value;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-/* Median of r->values (sorts them in place). */
-static double median_of(impl_result *r)
-{
-    unsigned c = r->count;
-
-    qsort(r->values, c, sizeof r->values[0], cmp_double);
-    return c % 2 ? r->values[c / 2]
-                 : (r->values[c / 2 - 1] + r->values[c / 2]) / 2.0;
-}
-
-/* Three significant digits or so: 2.13, 45.6, 953. */
-static void fmt_value(char *buf, size_t len, double v)
-{
-    if (v < 10.0)
-        snprintf(buf, len, "%.2f", v);
-    else if (v < 100.0)
-        snprintf(buf, len, "%.1f", v);
-    else
-        snprintf(buf, len, "%.0f", v);
-}
-
-/* One table row, all text, so the column widths can be measured first. */
-typedef struct row {
-    char workload[24];
-    char n[24];
-    char impl[24];
-    char median[32];
-    char range[48];
-    char unit[24];
-    char ratio[200];
-} row;
-
-static void make_row(row *out, const bench_workload *w, const bench_params *p,
-                     impl_result *r, const impl_result *weft, double weft_median,
-                     bool first)
-{
-    memset(out, 0, sizeof *out);
-    snprintf(out->workload, sizeof out->workload, "%s", first ? w->name : "");
-    if (first)
-        snprintf(out->n, sizeof out->n, "%" PRIu64, p->n);
-    snprintf(out->impl, sizeof out->impl, "%s", r->name);
-
-    switch (r->state) {
-    case IMPL_SKIPPED:
-        snprintf(out->median, sizeof out->median, "skipped");
-        snprintf(out->ratio, sizeof out->ratio, "(%s)", r->why);
-        return;
-    case IMPL_NA:
-        snprintf(out->median, sizeof out->median, "n/a");
-        return;
-    case IMPL_FAILED:
-        snprintf(out->median, sizeof out->median, "FAILED");
-        snprintf(out->ratio, sizeof out->ratio, "(%s)", r->why);
-        return;
-    case IMPL_OK:
-        break;
-    }
-    if (r->count == 0)
-        return;
-
-    double med = median_of(r);
-    char lo[16], hi[16];
-
-    fmt_value(out->median, sizeof out->median, med);
-    fmt_value(lo, sizeof lo, r->values[0]);
-    fmt_value(hi, sizeof hi, r->values[r->count - 1]);
-    snprintf(out->range, sizeof out->range, "%s-%s", lo, hi);
-    snprintf(out->unit, sizeof out->unit, "%s", w->unit);
-    if (r == weft)
-        snprintf(out->ratio, sizeof out->ratio, "1.00");
-    else if (weft->state == IMPL_OK && weft->count > 0 && weft_median > 0.0)
-        snprintf(out->ratio, sizeof out->ratio, "%.2f", med / weft_median);
-    else
-        snprintf(out->ratio, sizeof out->ratio, "-");
-}
-
-static void print_table(row *rows, size_t nrows)
-{
-    static const row head = {
-        "workload", "N", "impl", "median", "min-max", "unit", "peer/weft",
-    };
-    int ww = 0, wn = 0, wi = 0, wm = 0, wr = 0, wu = 0;
-
-#define WIDEN(w, s) do { int l_ = (int)strlen(s); if (l_ > (w)) (w) = l_; } while (0)
-    WIDEN(ww, head.workload); WIDEN(wn, head.n); WIDEN(wi, head.impl);
-    WIDEN(wm, head.median); WIDEN(wr, head.range); WIDEN(wu, head.unit);
-    for (size_t i = 0; i < nrows; i++) {
-        WIDEN(ww, rows[i].workload); WIDEN(wn, rows[i].n);
-        WIDEN(wi, rows[i].impl); WIDEN(wm, rows[i].median);
-        WIDEN(wr, rows[i].range); WIDEN(wu, rows[i].unit);
-    }
-#undef WIDEN
-
-    /* Text columns left-aligned, numbers right-aligned; no trailing blanks
-     * on rows whose last columns are empty. */
-    for (size_t i = 0; i <= nrows; i++) {
-        const row *r = i == 0 ? &head : &rows[i - 1];
-        char line[512];
-        size_t len;
-
-        if (i > 1 && r->workload[0] != '\0')
-            printf("\n");
-        snprintf(line, sizeof line, "%-*s  %*s  %-*s  %*s  %-*s  %-*s  %s", ww,
-                 r->workload, wn, r->n, wi, r->impl, wm, r->median, wr,
-                 r->range, wu, r->unit, r->ratio);
-        len = strlen(line);
-        while (len > 0 && line[len - 1] == ' ')
-            line[--len] = '\0';
-        puts(line);
-    }
+    r->runs[r->count++] = s->value;
 }
 
 /* Appends run j's outcome for r to the current progress line. */
@@ -551,7 +411,7 @@ static void progress(const impl_result *r, unsigned j)
     char v[16];
 
     if (r->state == IMPL_OK && r->count == j + 1) {
-        fmt_value(v, sizeof v, r->values[j]);
+        fmt_value(v, sizeof v, r->runs[j]);
         fprintf(stderr, " %s %s", r->name, v);
     } else if (r->state == IMPL_FAILED) {
         fprintf(stderr, " %s FAILED", r->name);
@@ -560,29 +420,119 @@ static void progress(const impl_result *r, unsigned j)
     }
 }
 
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+
+    if (p == NULL) {
+        perror("weft-bench");
+        exit(1);
+    }
+    return p;
+}
+
+/* One cell: its parameters, and its implementations with skip reasons. */
+static void make_cell(bench_cell *c, const bench_workload *w, unsigned threads,
+                      const options *o)
+{
+    c->w = w;
+    c->p.n = o->size != 0 ? o->size : o->quick ? quick_size(w) : w->default_n;
+    c->p.threads = threads;
+    c->nimpl = 1;
+    while (w->peers[c->nimpl - 1] != NULL)
+        c->nimpl++;
+    c->impl = xcalloc(c->nimpl, sizeof *c->impl);
+    for (size_t k = 0; k < c->nimpl; k++) {
+        impl_result *r = &c->impl[k];
+
+        r->name = k == 0 ? "weft" : w->peers[k - 1];
+        r->runs = xcalloc(o->runs, sizeof r->runs[0]);
+        if (k > 0) {
+            const peer_info *pi = bench_find_peer(r->name);
+            if (pi == NULL) {
+                r->state = IMPL_SKIPPED;
+                snprintf(r->why, sizeof r->why, "no such peer in bench/peers/meson.build");
+            } else if (!pi->built) {
+                r->state = IMPL_SKIPPED;
+                snprintf(r->why, sizeof r->why, "install %s", pi->package);
+            }
+        }
+    }
+}
+
+/* Measures run j of implementation k of cell c. */
+static void measure(bench_cell *c, size_t k, unsigned j, const char *exe,
+                    const char *peer_dir)
+{
+    impl_result *r = &c->impl[k];
+    bench_sample s = { 0.0, 0 };
+    char path[PATH_MAX + 64];
+    int rc;
+
+    if (r->state != IMPL_OK)
+        return;
+    if (k == 0 && !c->w->fresh_process) {
+        rc = c->w->run_weft(&c->p, &s);
+        if (rc != 0) {
+            r->state = IMPL_FAILED;
+            snprintf(r->why, sizeof r->why, "%s", weft_strerror(rc));
+        } else {
+            record(r, c, &s);
+        }
+        progress(r, j);
+        return;
+    }
+    if (k == 0) {
+        if (exe[0] == '\0') {
+            r->state = IMPL_FAILED;
+            snprintf(r->why, sizeof r->why, "needs a fresh process, but "
+                     "/proc/self/exe cannot be read");
+            progress(r, j);
+            return;
+        }
+        rc = spawn_measure(exe, "--child", c->w, &c->p, &s, r->why, sizeof r->why);
+    } else {
+        snprintf(path, sizeof path, "%s/peer-%s", peer_dir, r->name);
+        if (access(path, X_OK) != 0) {
+            /* Configured as built but not there: say where we looked. */
+            r->state = IMPL_SKIPPED;
+            snprintf(r->why, sizeof r->why, "not found: %.140s", path);
+            return;
+        }
+        rc = spawn_measure(path, NULL, c->w, &c->p, &s, r->why, sizeof r->why);
+    }
+    if (rc == 2)
+        r->state = IMPL_NA;
+    else if (rc < 0)
+        r->state = IMPL_FAILED; /* r->why goes in the table */
+    else
+        record(r, c, &s);
+    progress(r, j);
+}
+
 int main(int argc, char **argv)
 {
     const bench_workload **sel;
     char peer_dir[PATH_MAX];
+    char exe[PATH_MAX];
+    bench_machine machine;
+    bench_run run;
     options o;
     size_t nsel;
-    row *rows;
-    size_t nrows = 0;
-    size_t maxrows = 0;
     bool failed = false;
 
+    if (argc > 1 && strcmp(argv[1], "--child") == 0)
+        return child_main(argc, argv);
     parse_options(argc, argv, &o);
     if (o.list) {
         list_workloads();
         return 0;
     }
-    sel = calloc(bench_workload_count, sizeof *sel);
-    if (sel == NULL) {
-        perror("weft-bench");
-        return 1;
-    }
+    sel = xcalloc(bench_workload_count, sizeof *sel);
     nsel = select_workloads(o.only, sel);
 
+    if (self_exe(exe, sizeof exe) != 0)
+        exe[0] = '\0';
     if (o.peer_dir != NULL) {
         snprintf(peer_dir, sizeof peer_dir, "%s", o.peer_dir);
     } else if (default_peer_dir(peer_dir, sizeof peer_dir) != 0) {
@@ -600,126 +550,61 @@ int main(int argc, char **argv)
                         "figures are not representative (use -Doptimization=2)\n",
                 BENCH_OPTIMIZATION);
 
+    /* The cells, in workload order; a pooled workload once per count. */
+    memset(&run, 0, sizeof run);
+    run.runs = o.runs;
+    run.quick = o.quick;
+    run.threads = o.threads;
+    run.nthreads = o.nthreads;
+    run.cells = xcalloc(nsel * o.nthreads, sizeof *run.cells);
     for (size_t i = 0; i < nsel; i++) {
-        size_t np = 0;
-        while (sel[i]->peers[np] != NULL)
-            np++;
-        maxrows += 1 + np;
-    }
-    rows = calloc(maxrows, sizeof *rows);
-    if (rows == NULL) {
-        perror("weft-bench");
-        return 1;
+        if (!sel[i]->pooled) {
+            make_cell(&run.cells[run.ncells++], sel[i], 1, &o);
+            continue;
+        }
+        for (size_t t = 0; t < o.nthreads; t++)
+            make_cell(&run.cells[run.ncells++], sel[i], o.threads[t], &o);
     }
 
-    for (size_t wi = 0; wi < nsel; wi++) {
-        const bench_workload *w = sel[wi];
-        bench_params p = { .n = w->default_n,
-                           .threads = w->pooled ? o.threads : 1 };
-        impl_result *res;
-        size_t nimpl = 1;
-        double weft_median = 0.0;
-
-        if (o.quick)
-            p.n = quick_size(w);
-        if (o.size != 0)
-            p.n = o.size;
-
-        while (w->peers[nimpl - 1] != NULL)
-            nimpl++;
-        res = calloc(nimpl, sizeof *res);
-        if (res == NULL) {
-            perror("weft-bench");
-            return 1;
-        }
-        for (size_t k = 0; k < nimpl; k++) {
-            impl_result *r = &res[k];
-
-            r->name = k == 0 ? "weft" : w->peers[k - 1];
-            r->values = calloc(o.runs, sizeof r->values[0]);
-            if (r->values == NULL) {
-                perror("weft-bench");
-                return 1;
-            }
-            if (k > 0) {
-                const peer_info *pi = find_peer(r->name);
-                if (pi == NULL) {
-                    r->state = IMPL_SKIPPED;
-                    snprintf(r->why, sizeof r->why, "no such peer in bench/peers/meson.build");
-                } else if (!pi->built) {
-                    r->state = IMPL_SKIPPED;
-                    snprintf(r->why, sizeof r->why, "install %s", pi->package);
-                }
-            }
-        }
+    for (size_t ci = 0; ci < run.ncells; ci++) {
+        bench_cell *c = &run.cells[ci];
 
         for (unsigned j = 0; j < o.runs; j++) {
             /* One progress line per run, completed as each implementation
              * finishes (stderr is unbuffered), so a slow one shows where. */
-            fprintf(stderr, "[workload %zu/%zu] %s run %u/%u (N=%" PRIu64 ", %u thread%s):",
-                    wi + 1, nsel, w->name, j + 1, o.runs, p.n, p.threads,
-                    p.threads == 1 ? "" : "s");
-            for (size_t k = 0; k < nimpl; k++) {
-                impl_result *r = &res[k];
-                bench_sample s = { 0.0, 0 };
-                char path[PATH_MAX + 64];
-                int rc;
-
-                if (r->state != IMPL_OK)
-                    continue;
-                if (k == 0) {
-                    rc = w->run_weft(&p, &s);
-                    if (rc != 0) {
-                        r->state = IMPL_FAILED;
-                        snprintf(r->why, sizeof r->why, "%s", weft_strerror(rc));
-                    } else {
-                        record(r, w, &p, &s);
-                    }
-                    progress(r, j);
-                    continue;
-                }
-                snprintf(path, sizeof path, "%s/peer-%s", peer_dir, r->name);
-                if (access(path, X_OK) != 0) {
-                    /* Configured as built but not there: say where we looked. */
-                    r->state = IMPL_SKIPPED;
-                    snprintf(r->why, sizeof r->why, "not found: %.140s", path);
-                    continue;
-                }
-                rc = run_peer(path, w, &p, &s, r);
-                if (rc == 2) {
-                    r->state = IMPL_NA;
-                } else if (rc < 0) {
-                    r->state = IMPL_FAILED; /* r->why goes in the table */
-                } else {
-                    record(r, w, &p, &s);
-                }
-                progress(r, j);
-            }
-            fprintf(stderr, " (%s)\n", w->unit);
+            fprintf(stderr, "[%zu/%zu] %s T=%u run %u/%u (N=%" PRIu64 "):",
+                    ci + 1, run.ncells, c->w->name, c->p.threads, j + 1,
+                    o.runs, c->p.n);
+            for (size_t k = 0; k < c->nimpl; k++)
+                measure(c, k, j, exe, peer_dir);
+            fprintf(stderr, " (%s)\n", c->w->unit);
         }
-
-        /* The weft median first: every ratio divides by it. */
-        if (res[0].state == IMPL_OK && res[0].count > 0) {
-            impl_result tmp = res[0];
-            weft_median = median_of(&tmp);
-        }
-        for (size_t k = 0; k < nimpl; k++) {
-            if (res[k].state == IMPL_FAILED)
-                failed = true;
-            make_row(&rows[nrows++], w, &p, &res[k], &res[0], weft_median, k == 0);
-            free(res[k].values);
-        }
-        free(res);
+        for (size_t k = 0; k < c->nimpl; k++)
+            failed |= c->impl[k].state == IMPL_FAILED;
     }
 
-    printf("weft-bench: median of %u run%s per implementation%s; "
-           "pooled workloads on %u thread%s; "
-           "peer/weft > 1 means weft is faster\n",
-           o.runs, o.runs == 1 ? "" : "s",
-           o.quick ? " (--quick: a check, not a measurement)" : "",
-           o.threads, o.threads == 1 ? "" : "s");
-    print_table(rows, nrows);
-    free(rows);
+    results_summarise(&run);
+    bench_machine_read(&machine);
+    printf("weft-bench %s on %s (%u CPUs), %s; %s\n", BENCH_WEFT_VERSION,
+           machine.cpu, machine.cpus, machine.kernel, BENCH_COMPILER);
+    report_print(&run);
+    if (o.json != NULL && json_write(o.json, &run, &machine) != 0)
+        failed = true;
+    if (o.plot != NULL) {
+        if (plot_write(o.plot, &run, &machine) != 0)
+            failed = true;
+        else
+            fprintf(stderr, "weft-bench: plot written to %s\n", o.plot);
+    }
+    if (o.json != NULL && !failed)
+        fprintf(stderr, "weft-bench: figures written to %s\n", o.json);
+
+    for (size_t ci = 0; ci < run.ncells; ci++) {
+        for (size_t k = 0; k < run.cells[ci].nimpl; k++)
+            free(run.cells[ci].impl[k].runs);
+        free(run.cells[ci].impl);
+    }
+    free(run.cells);
     free(sel);
     return failed ? 1 : 0;
 }

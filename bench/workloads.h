@@ -49,6 +49,13 @@ typedef struct bench_workload {
     uint64_t (*expect)(const bench_params *p);
     /* Peer names (program "peer-NAME"), NULL-terminated, in table order. */
     const char *const *peers;
+    /*
+     * Run each weft measurement in a fresh process (weft-bench --child), as
+     * the peers are: for figures that what earlier workloads left behind in
+     * this process (warm stack pools, grown heaps) would distort, i.e.
+     * memory.
+     */
+    bool fresh_process;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
@@ -59,6 +66,8 @@ extern const bench_workload bench_wl_fib;
 extern const bench_workload bench_wl_yield;
 extern const bench_workload bench_wl_ping_pong;
 extern const bench_workload bench_wl_sync_wait;
+extern const bench_workload bench_wl_memory;
+extern const bench_workload bench_wl_memory_1m;
 
 /* Every workload, in --list and default run order. */
 extern const bench_workload *const bench_workloads[];

@@ -36,6 +36,11 @@
 //	            closest analogue of weft_sync_wait on a task that hops to the
 //	            pool (the new goroutine often runs on main's own P once main
 //	            blocks).  Check: sum of (result - i) = N.  us per round trip.
+//	memory,     N goroutines each count themselves and block receiving
+//	memory-1m   from one channel, so all N are parked at once; bytes of RSS
+//	            per goroutine: (RSS with N parked - RSS before) / N, RSS from
+//	            /proc/self/statm (weft's figure is the same difference).
+//	            Check: N (goroutines that counted themselves).
 package main
 
 import (
@@ -44,6 +49,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -187,6 +193,46 @@ func syncWait(n uint64) (time.Duration, uint64) {
 	return time.Since(t0), sum
 }
 
+// rssBytes reads the resident set from /proc/self/statm (second field, pages).
+func rssBytes() (int64, error) {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(data), &size, &resident); err != nil {
+		return 0, err
+	}
+	return resident * int64(os.Getpagesize()), nil
+}
+
+// memory parks n goroutines on one channel and reports RSS per goroutine.
+func memory(n uint64) (float64, uint64, error) {
+	var parked uint64
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+
+	before, err := rssBytes()
+	if err != nil {
+		return 0, 0, err
+	}
+	wg.Add(int(n))
+	for i := uint64(0); i < n; i++ {
+		go func() {
+			atomic.AddUint64(&parked, 1)
+			wg.Done()
+			<-release
+		}()
+	}
+	wg.Wait()
+	after, err := rssBytes()
+	close(release)
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(after-before) / float64(n), atomic.LoadUint64(&parked), nil
+}
+
 func main() {
 	if len(os.Args) < 3 || len(os.Args) > 4 {
 		fmt.Fprintf(os.Stderr, "usage: %s WORKLOAD N [THREADS]\n", os.Args[0])
@@ -205,6 +251,17 @@ func main() {
 			fmt.Fprintf(os.Stderr, "usage: %s WORKLOAD N [THREADS]\n", os.Args[0])
 			os.Exit(exitFailed)
 		}
+	}
+
+	if workload == "memory" || workload == "memory-1m" {
+		runtime.GOMAXPROCS(int(threads))
+		perG, check, err := memory(n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peer-go: memory:", err)
+			os.Exit(exitFailed)
+		}
+		fmt.Printf("result %.9g %d\n", perG, check)
+		return
 	}
 
 	var run func(uint64) (time.Duration, uint64)

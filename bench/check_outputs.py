@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""check_outputs.py WEFT_BENCH OUTDIR [--plot]
+
+A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
+runs `WEFT_BENCH --quick --only switch,memory,fib --sweep 1,2 --json F
+[--plot G]` and checks the JSON against the schema documented in
+bench/README.md (weft-bench/1): every key there, types, states, one run
+value per run for measured implementations, min <= median <= max, weft's
+ratio 1, one cell per worker count for the pooled workload and one for the
+others; and, with --plot, that an SVG with the chart was written.
+Exits 1 with the first mismatch.
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+def fail(msg):
+    print("check_outputs: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def need(obj, key, kind, where):
+    if key not in obj:
+        fail("%s: no key %r" % (where, key))
+    if not isinstance(obj[key], kind):
+        fail("%s.%s: %r is not %s" % (where, key, obj[key], kind))
+    return obj[key]
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        fail("usage: check_outputs.py WEFT_BENCH OUTDIR [--plot]")
+    bench, outdir = sys.argv[1], sys.argv[2]
+    plot = len(sys.argv) == 4 and sys.argv[3] == "--plot"
+    os.makedirs(outdir, exist_ok=True)
+    jpath = os.path.join(outdir, "quick.json")
+    spath = os.path.join(outdir, "quick.svg")
+    for p in (jpath, spath):
+        if os.path.exists(p):
+            os.remove(p)
+    cmd = [bench, "--quick", "--only", "switch,memory,fib", "--sweep", "1,2",
+           "--json", jpath]
+    if plot:
+        cmd += ["--plot", spath]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        fail("weft-bench exited %d" % r.returncode)
+    if "scaling: speed-up over 1 worker" not in r.stdout:
+        fail("no scaling table in the output of a sweep")
+
+    with open(jpath) as f:
+        d = json.load(f)
+    if need(d, "schema", str, "") != "weft-bench/1":
+        fail("schema is %r" % d["schema"])
+    need(d, "date", str, "")
+    m = need(d, "machine", dict, "")
+    need(m, "cpu", str, "machine")
+    need(m, "cpus", int, "machine")
+    need(m, "kernel", str, "machine")
+    need(m, "memory_bytes", int, "machine")
+    b = need(d, "build", dict, "")
+    for k in ("weft_version", "compiler", "optimization", "sanitize", "event"):
+        need(b, k, str, "build")
+    peers = need(d, "peers", list, "")
+    for p in peers:
+        need(p, "name", str, "peers[]")
+        need(p, "built", bool, "peers[]")
+        need(p, "package", str, "peers[]")
+        need(p, "version", str, "peers[]")
+    o = need(d, "options", dict, "")
+    runs = need(o, "runs", int, "options")
+    if need(o, "quick", bool, "options") is not True or runs != 1:
+        fail("options do not say --quick with 1 run: %r" % o)
+    if need(o, "threads", list, "options") != [1, 2]:
+        fail("options.threads is %r, asked for [1, 2]" % o["threads"])
+
+    cells = need(d, "results", list, "")
+    seen = {}
+    for c in cells:
+        w = need(c, "workload", str, "results[]")
+        need(c, "unit", str, w)
+        need(c, "n", int, w)
+        t = need(c, "threads", int, w)
+        pooled = need(c, "pooled", bool, w)
+        seen.setdefault(w, []).append(t)
+        impls = need(c, "impls", list, w)
+        if not impls or impls[0].get("impl") != "weft":
+            fail("%s: weft is not the first implementation" % w)
+        for i in impls:
+            where = "%s/T=%d/%s" % (w, t, i.get("impl"))
+            need(i, "impl", str, where)
+            state = need(i, "state", str, where)
+            if state not in ("ok", "skipped", "n/a", "failed"):
+                fail("%s: state %r" % (where, state))
+            if state == "failed":
+                fail("%s failed: %s" % (where, i.get("why")))
+            vals = need(i, "runs", list, where)
+            if state == "ok":
+                if len(vals) != runs:
+                    fail("%s: %d run values, %d runs" % (where, len(vals), runs))
+                lo, med, hi = i["min"], i["median"], i["max"]
+                if not lo <= med <= hi:
+                    fail("%s: min %r median %r max %r" % (where, lo, med, hi))
+                if i["impl"] == "weft" and i["ratio"] != 1:
+                    fail("%s: weft's ratio is %r" % (where, i["ratio"]))
+            elif state == "skipped" and not i.get("why"):
+                fail("%s: skipped without a reason" % where)
+        if pooled != (w == "fib"):
+            fail("%s: pooled is %r" % (w, pooled))
+    if sorted(seen) != ["fib", "memory", "switch"]:
+        fail("workloads in the JSON: %r" % sorted(seen))
+    if sorted(seen["fib"]) != [1, 2] or seen["switch"] != [1] or seen["memory"] != [1]:
+        fail("cells per worker count: %r" % seen)
+
+    if plot:
+        with open(spath) as f:
+            svg = f.read()
+        if "<svg" not in svg or "peer median / weft median" not in svg:
+            fail("%s is not the chart" % spath)
+        if "fib: speed-up over 1 worker" not in svg:
+            fail("%s has no scaling panel for fib" % spath)
+    print("check_outputs: JSON%s as documented" % (" and plot" if plot else ""))
+
+
+main()

@@ -1,0 +1,123 @@
+/*
+ * spawn.c — one measurement by another program: a peer (peers/peer-NAME)
+ * or weft-bench itself in --child mode (workloads that need a fresh
+ * process).  Both speak the protocol of peers/peer.h:
+ *
+ *     PROG [EXTRA] WORKLOAD N THREADS
+ *  -> stdout: "result <value> <check>"   exit 0
+ *     exit 2: no such workload
+ *     any other exit, a signal, or no result line: failure
+ *
+ * The program runs with posix_spawn; its stdout comes back through a pipe,
+ * its stderr goes straight to ours.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2 */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "results.h"
+
+extern char **environ;
+
+int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
+                  const bench_params *p, bench_sample *out, char *why,
+                  size_t whylen)
+{
+    char n_arg[32];
+    char t_arg[16];
+    char *argv[6];
+    int argc = 0;
+    posix_spawn_file_actions_t fa;
+    char buf[4096];
+    size_t used = 0;
+    int fds[2];
+    pid_t pid;
+    int status;
+    int rc;
+
+    snprintf(n_arg, sizeof n_arg, "%" PRIu64, p->n);
+    snprintf(t_arg, sizeof t_arg, "%u", p->threads);
+    argv[argc++] = (char *)prog;
+    if (extra != NULL)
+        argv[argc++] = (char *)extra;
+    argv[argc++] = (char *)w->name;
+    argv[argc++] = n_arg;
+    argv[argc++] = t_arg;
+    argv[argc] = NULL;
+
+    /* CLOEXEC so the read end does not leak into the child; the dup2 onto
+     * fd 1 clears the flag on the child's copy of the write end. */
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        snprintf(why, whylen, "spawn %.100s: %s", prog, strerror(rc));
+        return -1;
+    }
+
+    /* Read everything (a chatty program must not block on a full pipe),
+     * keep the first 4 KiB: the result line is all we need. */
+    for (;;) {
+        char sink[512];
+        char *dst = used < sizeof buf - 1 ? buf + used : sink;
+        size_t room = used < sizeof buf - 1 ? sizeof buf - 1 - used : sizeof sink;
+        ssize_t n = read(fds[0], dst, room);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (dst == buf + used)
+            used += (size_t)n;
+    }
+    buf[used] = '\0';
+    close(fds[0]);
+
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            snprintf(why, whylen, "waitpid: %s", strerror(errno));
+            return -1;
+        }
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(why, whylen, "killed by signal %d", WTERMSIG(status));
+        return -1;
+    }
+    if (WEXITSTATUS(status) == 2)
+        return 2;
+    if (WEXITSTATUS(status) != 0) {
+        snprintf(why, whylen, "exit status %d", WEXITSTATUS(status));
+        return -1;
+    }
+    for (char *line = buf; line != NULL && *line != '\0';) {
+        char *next = strchr(line, '\n');
+        double value;
+        uint64_t check;
+
+        if (next != NULL)
+            *next++ = '\0';
+        if (sscanf(line, "result %lf %" SCNu64, &value, &check) == 2) {
+            out->value = value;
+            out->check = check;
+            return 0;
+        }
+        line = next;
+    }
+    snprintf(why, whylen, "no 'result' line in its output");
+    return -1;
+}
