@@ -843,13 +843,37 @@ static void *yield_action(void *arg, void *val)
     return NULL;
 }
 
+/*
+ * When the next task the scheduler would run is one that yielded before
+ * (the common case when tasks take turns), switch to it straight away,
+ * with the same post-switch action, instead of through the scheduler
+ * context: one switch instead of two and no pass of the scheduler loop.
+ * The order is the loop's (weft__pool_yield_next), and the action still
+ * publishes the yielder only after its context is saved (invariant 1).
+ * With nothing else to run here, the yield returns at once.
+ */
 WEFT_EXPORT int weft_yield(void)
 {
     struct weft_task *self = weft__task_current();
     struct weft__worker *w = weft__worker_current();
     if (!self || !w || self->pool != w->pool)
         return -EPERM;
-    weft__task_suspend(yield_action, self);
+    bool alone;
+    struct weft_task *next = weft__pool_yield_next(w, &alone);
+    if (alone)
+        return 0;
+    if (!next) {
+        weft__task_suspend(yield_action, self);
+        return 0;
+    }
+    struct weft__thread *th = weft__tls_fresh();
+    if ((self->co.flags & WEFT__CORO_CANARY) &&
+        !weft__stack_intact(&self->co.stack))
+        weft__coro_die(&self->co, "stack overflow (canary broken)");
+    th->current = &next->co; /* a yielded task has its context already */
+    weft__san_switch(&next->co);
+    weft__ctx_jump_ontop(&self->co.sp, next->co.sp, NULL, NULL, yield_action,
+                         self);
     return 0;
 }
 

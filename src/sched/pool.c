@@ -145,9 +145,20 @@ static void inject(weft_pool *p, struct weft_task *t)
     cds_wfcq_enqueue(&p->inject_head, &p->inject_tail, &t->qnode);
 }
 
+/*
+ * Whether the global queue looks empty.  The tail points back at the head
+ * node exactly when the queue is empty; an enqueue moves it first (with
+ * its xchg), so a queue with an enqueue in progress counts as non-empty
+ * and the dequeue side waits for the link.  One relaxed load, inline: this
+ * runs on every pass of the scheduler loop, where liburcu's out-of-line
+ * cds_wfcq_empty cost a call and two loads.  Relaxed is enough: a stale
+ * "empty" only delays the task to the next look (the fairness tick looks
+ * again), and the task was published by the enqueue's own ordering.
+ */
 static bool inject_empty(weft_pool *p)
 {
-    return cds_wfcq_empty(&p->inject_head, &p->inject_tail);
+    return __atomic_load_n(&p->inject_tail.p, __ATOMIC_RELAXED) ==
+           &p->inject_head.node;
 }
 
 /*
@@ -293,28 +304,57 @@ void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
  * shared line, no atomic, and round-robin order on this worker.  Those
  * tasks cannot be stolen, so while some worker is idle a yield goes to the
  * global queue instead, where it can be picked up; as tasks keep yielding,
- * a worker's backlog drains that way to idle workers.
+ * a worker's backlog drains that way to idle workers.  The FIFO is linked
+ * through the tasks themselves, so it has no capacity to overflow into the
+ * (locked) global queue: with 1,000 tasks yielding on one worker, a
+ * bounded ring sent three yields in four through the global queue.
  */
 void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
 {
     weft_pool *p = w->pool;
-    if (w->yielded_tail - w->yielded_head >= WEFT__RUNQ_SIZE ||
-        atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0) {
+    if (atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0) {
         inject(p, t);
         wake_if_needed(p);
         return;
     }
-    w->yielded[w->yielded_tail++ % WEFT__RUNQ_SIZE] = t;
+    t->link = NULL;
+    if (w->yielded_tail)
+        w->yielded_tail->link = t;
+    else
+        w->yielded_head = t;
+    w->yielded_tail = t;
 }
 
 static struct weft_task *pop_yielded(struct weft__worker *w)
 {
-    while (w->yielded_head != w->yielded_tail) {
-        struct weft_task *t = w->yielded[w->yielded_head++ % WEFT__RUNQ_SIZE];
+    struct weft_task *t;
+    while ((t = w->yielded_head)) {
+        w->yielded_head = t->link;
+        if (!w->yielded_head)
+            w->yielded_tail = NULL;
         if (weft__task_claim_queued(t))
             return t;
     }
     return NULL;
+}
+
+struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
+{
+    weft_pool *p = w->pool;
+    *alone = false;
+    /* The loop's order (find_work): its fairness tick, the LIFO slot, the
+     * deque, the global queue, then the yielded.  Anything ahead of the
+     * yielded FIFO, or an idle worker that a yielder should go to, sends
+     * the yield through the loop. */
+    if ((w->tick + 1) % GLOBAL_EVERY == 0 ||
+        atomic_load_explicit(&w->lifo, memory_order_relaxed) ||
+        weft__runq_len(&w->q) || !inject_empty(p) ||
+        atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0)
+        return NULL;
+    w->tick++;
+    struct weft_task *t = pop_yielded(w);
+    *alone = !t;
+    return t;
 }
 
 static void wake_all(weft_pool *p)

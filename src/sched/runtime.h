@@ -73,7 +73,9 @@ struct weft_task {
     void *arg;
     void *result;
     size_t stack_size;            /* 0: the pool's (or the default)       */
-    struct weft_task *link;       /* in a driver's queue                  */
+    /* In at most one list at a time: a driver's queue, a worker's yielded
+     * FIFO (both hold a SCHEDULED task), or a free list of records. */
+    struct weft_task *link;
     weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
@@ -132,10 +134,12 @@ struct weft__worker {
      * last resort.  Holds a queue entry's reference. */
     _Atomic(struct weft_task *) lifo;
     unsigned lifo_streak;         /* slot runs in a row (capped)           */
-    /* Tasks that yielded here, FIFO, owner only (no atomics): they run
-     * after the deque and the global queue, in the order they yielded. */
-    struct weft_task *yielded[WEFT__RUNQ_SIZE];
-    uint32_t yielded_head, yielded_tail;
+    /* Tasks that yielded here, FIFO through their .link, owner only (no
+     * atomics, no bound: a yielder is already counted in the pool, so
+     * this cannot grow past the live tasks): they run after the deque and
+     * the global queue, in the order they yielded.  Each holds a queue
+     * entry's reference. */
+    struct weft_task *yielded_head, *yielded_tail;
     weft_pool *pool;
     unsigned index;
     pthread_t thread;
@@ -207,6 +211,12 @@ void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
 /* On a worker of t's pool: queue a task that yields, behind what is queued
  * here (see pool.c). */
 void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
+/* For a yield on worker w: the yielded task that the scheduler loop would
+ * run next, claimed (RUNNING), when nothing else would come first; NULL
+ * when the loop must decide (other work, idle workers, a fairness tick)
+ * or when w's FIFO is empty (*alone is then set: nothing else waits here,
+ * the yield can return at once). */
+struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
 
 /* A timer earlier than any before was armed: make sure some worker is
  * awake to notice (wakes an idle one unless one is searching). */
