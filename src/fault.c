@@ -23,6 +23,7 @@ struct site {
     int line;
     const char *func;
     const char *what;
+    unsigned long calls;
 };
 
 /* More than weft has; a site past the table is still counted, only not
@@ -41,7 +42,9 @@ static void note_site(const char *file, int line, const char *func,
                            strcmp(sites[i].file, file) == 0))
         i++;
     if (i == nsites && nsites < MAX_SITES)
-        sites[nsites++] = (struct site){file, line, func, what};
+        sites[nsites++] = (struct site){file, line, func, what, 0};
+    if (i < nsites)
+        sites[i].calls++;
     pthread_mutex_unlock(&sites_lock);
 }
 
@@ -76,6 +79,17 @@ unsigned long weft__fault_calls(void)
 bool weft__fault_fired(void)
 {
     return atomic_load(&fired);
+}
+
+unsigned long weft__fault_calls_of(const char *what)
+{
+    unsigned long n = 0;
+    pthread_mutex_lock(&sites_lock);
+    for (unsigned i = 0; i < nsites; i++)
+        if (strcmp(sites[i].what, what) == 0)
+            n += sites[i].calls;
+    pthread_mutex_unlock(&sites_lock);
+    return n;
 }
 
 void weft__fault_print_sites(FILE *to)

@@ -38,6 +38,8 @@ void weft__fault_arm(unsigned long k);
 /* Calls counted so far, and whether the armed one has failed. */
 unsigned long weft__fault_calls(void);
 bool weft__fault_fired(void);
+/* Calls to `what` ("malloc", "mmap"...) since the start, armed or not. */
+unsigned long weft__fault_calls_of(const char *what);
 /* Print every site that made a call, one "site <file>:<line> <func>
  * <what>" line each. */
 void weft__fault_print_sites(FILE *to);

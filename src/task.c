@@ -88,6 +88,12 @@ struct weft_task *weft__task_current(void)
 struct record_cache {
     struct weft_task *head; /* linked through .link */
     unsigned n;
+    /* Records kept before half are spilled: CACHE_MAX once the thread's
+     * exit is set to hand the cache back (records_exit), 0 until then, so
+     * that the first free takes the slow path, which arranges that.  (A
+     * thread that only frees records, a worker running tasks spawned
+     * elsewhere, would otherwise strand its cache when it exits.) */
+    unsigned max;
 };
 static __thread struct record_cache tls_records
     __attribute__((tls_model("initial-exec")));
@@ -129,6 +135,7 @@ static void records_exit(void *p)
 {
     struct record_cache *c = p;
     records_spill(c, c->n);
+    c->max = 0; /* a later free (another destructor) registers again */
 }
 
 static void records_make_key(void)
@@ -137,16 +144,30 @@ static void records_make_key(void)
         weft__pthread_key_create(&records_key, records_exit) == 0;
 }
 
+/* Have this thread's exit give its cache back; false if that cannot be
+ * arranged (no memory): then the thread must keep no records. */
+static bool records_register(struct record_cache *c)
+{
+    pthread_once(&records_once, records_make_key);
+    if (records_key_made && weft__pthread_setspecific(records_key, c) == 0)
+        c->max = CACHE_MAX;
+    return c->max != 0;
+}
+
+static __attribute__((noinline)) void record_free_slow(struct record_cache *c)
+{
+    if (!c->max && !records_register(c)) {
+        records_spill(c, c->n);
+        return;
+    }
+    if (c->n > c->max)
+        records_spill(c, CACHE_MAX / 2);
+}
+
 static __attribute__((noinline)) struct weft_task *record_refill(void)
 {
     struct record_cache *c = &tls_records;
-    pthread_once(&records_once, records_make_key);
-    /* Give the cache back when this thread exits.  If that cannot be
-     * arranged (no memory), the next refill tries again; a thread that
-     * exits unregistered strands its cached records, which stay reachable
-     * through `chunks`. */
-    if (records_key_made && pthread_getspecific(records_key) != c)
-        (void)weft__pthread_setspecific(records_key, c);
+    bool keep = c->max || records_register(c);
 
     pthread_mutex_lock(&records_lock);
     for (unsigned i = 0; i < BATCH && records_free; i++) {
@@ -175,6 +196,8 @@ static __attribute__((noinline)) struct weft_task *record_refill(void)
     struct weft_task *t = c->head;
     c->head = t->link;
     c->n--;
+    if (!keep)
+        records_spill(c, c->n);
     return t;
 }
 
@@ -195,8 +218,8 @@ static inline void record_free(struct weft_task *t)
     struct record_cache *c = &tls_records;
     t->link = c->head;
     c->head = t;
-    if (__builtin_expect(++c->n > CACHE_MAX, 0))
-        records_spill(c, CACHE_MAX / 2);
+    if (__builtin_expect(++c->n > c->max, 0))
+        record_free_slow(c);
 }
 
 static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
