@@ -205,6 +205,7 @@ struct task_wait {
     weft_pool *kick;             /* pool to nudge for an earlier timer  */
     uint64_t deadline;
     bool set_seen;               /* found set while registering         */
+    bool no_timer;               /* no memory to arm the timer          */
 };
 
 static void timer_fired(struct weft__timer *tm)
@@ -250,8 +251,10 @@ static void *register_action(void *arg, void *val)
         tw->timer.index = SIZE_MAX;
         int r = weft__timers_add(tw->timers, &tw->timer);
         if (r < 0) {
-            /* No memory for the timer: time out at once. */
+            /* No memory for the timer: end the wait at once, as a timeout
+             * would (unless a set came first), and report -ENOMEM. */
             tw->timers = NULL;
+            tw->no_timer = true;
             timer_fired(&tw->timer);
         } else if (r == 1 && tw->kick) {
             weft__pool_kick(tw->kick);
@@ -294,10 +297,9 @@ static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
     }
     if (listed)
         await_released(&tw.w);
-    return atomic_load_explicit(&tw.w.outcome, memory_order_relaxed) ==
-                   GOT_SET
-               ? 0
-               : -ETIMEDOUT;
+    if (atomic_load_explicit(&tw.w.outcome, memory_order_relaxed) == GOT_SET)
+        return 0;
+    return tw.no_timer ? -ENOMEM : -ETIMEDOUT;
 }
 
 static int wait_until(weft_event *ev, uint64_t deadline)

@@ -27,6 +27,7 @@
  * its reference and is dropped when popped.  Only when the awaiter's stack
  * has room to spare, so deep chains fall back to suspension.
  */
+#include "fault.h"
 #include "runtime.h"
 #include "sanitizer.h"
 
@@ -87,6 +88,12 @@ struct weft_task *weft__task_current(void)
 struct record_cache {
     struct weft_task *head; /* linked through .link */
     unsigned n;
+    /* Records kept before half are spilled: CACHE_MAX once the thread's
+     * exit is set to hand the cache back (records_exit), 0 until then, so
+     * that the first free takes the slow path, which arranges that.  (A
+     * thread that only frees records, a worker running tasks spawned
+     * elsewhere, would otherwise strand its cache when it exits.) */
+    unsigned max;
 };
 static __thread struct record_cache tls_records
     __attribute__((tls_model("initial-exec")));
@@ -103,6 +110,7 @@ struct record_chunk {
 static struct record_chunk *chunks;      /* under the lock */
 static pthread_once_t records_once = PTHREAD_ONCE_INIT;
 static pthread_key_t records_key;
+static bool records_key_made;
 
 /* Move up to n records from the cache to the global list. */
 static void records_spill(struct record_cache *c, unsigned n)
@@ -127,20 +135,39 @@ static void records_exit(void *p)
 {
     struct record_cache *c = p;
     records_spill(c, c->n);
+    c->max = 0; /* a later free (another destructor) registers again */
 }
 
 static void records_make_key(void)
 {
-    (void)pthread_key_create(&records_key, records_exit);
+    records_key_made =
+        weft__pthread_key_create(&records_key, records_exit) == 0;
+}
+
+/* Have this thread's exit give its cache back; false if that cannot be
+ * arranged (no memory): then the thread must keep no records. */
+static bool records_register(struct record_cache *c)
+{
+    pthread_once(&records_once, records_make_key);
+    if (records_key_made && weft__pthread_setspecific(records_key, c) == 0)
+        c->max = CACHE_MAX;
+    return c->max != 0;
+}
+
+static __attribute__((noinline)) void record_free_slow(struct record_cache *c)
+{
+    if (!c->max && !records_register(c)) {
+        records_spill(c, c->n);
+        return;
+    }
+    if (c->n > c->max)
+        records_spill(c, CACHE_MAX / 2);
 }
 
 static __attribute__((noinline)) struct weft_task *record_refill(void)
 {
     struct record_cache *c = &tls_records;
-    pthread_once(&records_once, records_make_key);
-    /* Give the cache back when this thread exits. */
-    if (pthread_getspecific(records_key) != c)
-        (void)pthread_setspecific(records_key, c);
+    bool keep = c->max || records_register(c);
 
     pthread_mutex_lock(&records_lock);
     for (unsigned i = 0; i < BATCH && records_free; i++) {
@@ -153,7 +180,7 @@ static __attribute__((noinline)) struct weft_task *record_refill(void)
     pthread_mutex_unlock(&records_lock);
     if (!c->head) {
         struct record_chunk *chunk =
-            malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
+            weft__malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
         if (!chunk)
             return NULL;
         pthread_mutex_lock(&records_lock);
@@ -169,6 +196,8 @@ static __attribute__((noinline)) struct weft_task *record_refill(void)
     struct weft_task *t = c->head;
     c->head = t->link;
     c->n--;
+    if (!keep)
+        records_spill(c, c->n);
     return t;
 }
 
@@ -189,8 +218,8 @@ static inline void record_free(struct weft_task *t)
     struct record_cache *c = &tls_records;
     t->link = c->head;
     c->head = t;
-    if (__builtin_expect(++c->n > CACHE_MAX, 0))
-        records_spill(c, CACHE_MAX / 2);
+    if (__builtin_expect(++c->n > c->max, 0))
+        record_free_slow(c);
 }
 
 static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
@@ -389,22 +418,41 @@ static size_t declared_stack(const struct weft_task *t, const weft_pool *pool)
     return size ? size : WEFT_STACK_DEFAULT;
 }
 
-/* Give a task its stack and context on the thread that first runs it. */
-static void prepare(struct weft_task *t)
+/*
+ * Give a task its stack and first context, on the thread that starts it;
+ * `pool` is the home it starts in (its stack size may come from there).
+ * Returns 0, or -ENOMEM with nothing changed: no stack could be had.
+ */
+static int prepare(struct weft_task *t, const weft_pool *pool)
 {
-    if (t->started)
-        return;
-    size_t size = declared_stack(t, t->pool);
+    size_t size = declared_stack(t, pool);
     /* Twice over, for the bodies it may run inline (see the top). */
     size += size <= INLINE_ROOM_MAX ? size : 0;
     int err = weft__stack_alloc(&t->co.stack, size);
-    if (err)
-        weft__coro_die(&t->co, "no memory for the stack of a starting task");
+    if (unlikely(err))
+        return err;
     if (t->co.stack.canary)
         t->co.flags |= WEFT__CORO_CANARY;
     weft__san_fiber_new(&t->co);
     t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
     t->started = true;
+    return 0;
+}
+
+/*
+ * A worker is about to start a spawned task (lazy tasks get their stack in
+ * await or sync_wait, which can report a failure) and no stack can be had.
+ * Nobody can be told: the spawn returned long ago.  So the task goes back,
+ * SCHEDULED again, to the end of its pool's global queue, and starts when a
+ * stack can be had: the tasks queued before it run first, and those that
+ * end give their stacks back.  Its body has not run, so it holds nothing
+ * meanwhile, and a drain waits for it like for any queued task.
+ */
+static void start_later(struct weft_task *t)
+{
+    weft_pool *pool = t->pool; /* before it is SCHEDULED: enqueue_home */
+    make_scheduled(t);
+    weft__pool_submit_fifo(pool, t);
 }
 
 void weft__task_run(struct weft_task *t)
@@ -413,7 +461,10 @@ void weft__task_run(struct weft_task *t)
      * ours across the switches below. */
     struct weft__thread *th = &weft__tls;
     while (t) {
-        prepare(t);
+        if (!t->started && unlikely(prepare(t, t->pool) != 0)) {
+            start_later(t);
+            return;
+        }
         th->current = &t->co;
         struct weft_task *next = NULL;
         /* Back when the task (or a chain it handed control to) switches
@@ -649,9 +700,13 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
 }
 
 /* Start a lazy task on this thread by symmetric transfer; it inherits our
- * home and comes back to us when it ends. */
-static void start_lazy(struct weft_task *self, struct weft_task *t)
+ * home and comes back to us when it ends.  Returns 0 once it has, or
+ * -ENOMEM, with t untouched, if it could get no stack. */
+static int start_lazy(struct weft_task *self, struct weft_task *t)
 {
+    int err = prepare(t, self->pool);
+    if (err)
+        return err;
     t->lazy = false;
     t->pool = self->pool;
     t->driver = self->driver;
@@ -664,12 +719,12 @@ static void start_lazy(struct weft_task *self, struct weft_task *t)
                            ~(uint64_t)WEFT__T_LIFECYCLE) |
                               WEFT__T_RUNNING | WEFT__T_STARTED,
                           memory_order_relaxed);
-    prepare(t);
     struct weft__thread *th = weft__tls_fresh();
     th->current = &t->co;
     weft__san_switch(&t->co);
     /* We park on t's stack, after our save; t ends by resuming us. */
     weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, park_action, self);
+    return 0;
 }
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
@@ -685,7 +740,9 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
     if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
         if (t->lazy) {
-            start_lazy(self, t);
+            int err = start_lazy(self, t);
+            if (err)
+                return err;
         } else if (!try_inline(self, t)) {
             struct await_args a = {self, t};
             weft__task_suspend(await_action, &a);
@@ -742,6 +799,12 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
     struct weft__thread *th = weft__tls_fresh();
     if (th->worker || !(th->current->flags & WEFT__CORO_ROOT) || th->driver)
         return -EDEADLK;
+    if (t->lazy) {
+        /* Its stack first, the one step that can fail. */
+        int err = prepare(t, NULL);
+        if (err)
+            return err;
+    }
     weft__thread_setup(th);
 
     struct weft__driver d;

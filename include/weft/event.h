@@ -49,7 +49,8 @@ WEFT_API bool weft_event_is_set(const weft_event *ev);
 WEFT_API int weft_event_wait(weft_event *ev);
 
 /* weft_event_wait_for - as weft_event_wait, for at most timeout_ns.
- * Returns 0 (set), -ETIMEDOUT, -EINVAL (NULL). */
+ * Returns 0 (set), -ETIMEDOUT, -EINVAL (NULL), -ENOMEM (in a task: no
+ * memory to arm its timer; it did not wait). */
 WEFT_API int weft_event_wait_for(weft_event *ev, uint64_t timeout_ns);
 
 #ifdef __cplusplus

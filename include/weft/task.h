@@ -41,6 +41,10 @@ WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
  * it goes to that worker's own queue.
  * Returns 0, -EINVAL (pool or fn NULL), -ENOMEM, -ESHUTDOWN (pool is being
  * destroyed: nothing was queued).
+ * Its stack is taken when a worker starts it (an await may even run it
+ * inline, with none).  A task that runs out of memory there is not lost:
+ * it goes back to the end of the pool's queue and starts once a stack can
+ * be had (stacks of tasks that end are reused).
  */
 WEFT_API int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
                         weft_task **out);
@@ -52,7 +56,8 @@ WEFT_API int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
  * otherwise the calling task suspends and the worker that finishes t
  * switches straight to it.  *result (may be NULL) gets fn's return value.
  * Returns 0, -EINVAL (t NULL or t is the calling task), -EPERM (not in a
- * task; t is not consumed).
+ * task; t is not consumed), -ENOMEM (t is lazy and no stack could be had
+ * to start it: t is not consumed and may be awaited again).
  */
 WEFT_API int weft_await(weft_task *t, void **result);
 
@@ -62,7 +67,8 @@ WEFT_API int weft_await(weft_task *t, void **result);
  * (typically weft_schedule onto a pool); if it suspends while belonging to
  * no pool, it is resumed on this same thread when woken.
  * Returns 0, -EINVAL (t NULL), -EDEADLK (called on a pool worker or inside a
- * coroutine: t is not consumed).
+ * coroutine: t is not consumed), -ENOMEM (t is lazy and no stack could be
+ * had to start it: t is not consumed).
  */
 WEFT_API int weft_sync_wait(weft_task *t, void **result);
 

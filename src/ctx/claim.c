@@ -4,6 +4,8 @@
  */
 #include "claim.h"
 
+#include "fault.h"
+
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,7 +38,9 @@ static void setup(void)
 {
     long ok = syscall(SYS_membarrier,
                       MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-    if (ok == 0 && pthread_key_create(&exit_key, record_release) == 0)
+    /* Without the key (no memory), records could not be recycled: then
+     * every claim is a plain CAS, as without membarrier. */
+    if (ok == 0 && weft__pthread_key_create(&exit_key, record_release) == 0)
         membarrier_ok = true;
 }
 
@@ -58,11 +62,11 @@ struct weft__claimer *weft__claimer_get(void)
         free_records = r->next_free;
     pthread_mutex_unlock(&records_lock);
     if (!r) {
-        r = calloc(1, sizeof *r);
+        r = weft__calloc(1, sizeof *r);
         if (!r)
             return NULL; /* this thread claims the slow way */
     }
-    if (pthread_setspecific(exit_key, r) != 0) {
+    if (weft__pthread_setspecific(exit_key, r) != 0) {
         record_release(r);
         return NULL;
     }

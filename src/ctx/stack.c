@@ -5,6 +5,8 @@
 
 #include <weft/coro.h>
 
+#include "fault.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,7 +53,9 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct free_stack *pool_head;
 static unsigned pool_count;
 
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+/* Made on first need, under pool_lock; a failed attempt is retried by the
+ * next thread that needs it (meanwhile that thread caches nothing). */
+static atomic_bool key_made;
 static pthread_key_t cache_key;
 
 static size_t page_size(void)
@@ -107,14 +111,16 @@ static void install_guard(weft__stack *s)
     int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
 
     if (mode == GUARD_MADVISE) {
-        if (madvise(s->map, guard, MADV_GUARD_INSTALL) == 0)
+        if (weft__madvise(s->map, guard, MADV_GUARD_INSTALL) == 0)
             return;
-        /* EINVAL: kernel older than 6.13. */
+        /* EINVAL: kernel older than 6.13, for good.  Anything else (no
+         * memory for page tables) fails this stack only. */
         mode = GUARD_MPROTECT;
-        atomic_store_explicit(&guard_mode, mode, memory_order_relaxed);
+        if (errno == EINVAL)
+            atomic_store_explicit(&guard_mode, mode, memory_order_relaxed);
     }
     if (mode == GUARD_MPROTECT) {
-        if (mprotect(s->map, guard, PROT_NONE) == 0)
+        if (weft__mprotect(s->map, guard, PROT_NONE) == 0)
             return;
         /* ENOMEM: no VMA left to split the mapping with.  Stay on mprotect
          * (unmaps may free VMAs again) but make this one a canary stack. */
@@ -128,9 +134,10 @@ static void install_guard(weft__stack *s)
 
 static int map_stack(weft__stack *out, size_t size)
 {
-    void *map = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                     -1, 0);
+    void *map = weft__mmap(NULL, size, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                              MAP_STACK,
+                          -1, 0);
     if (map == MAP_FAILED)
         return -ENOMEM;
     /* Huge pages would commit 2 MiB per stack on first touch. */
@@ -180,9 +187,17 @@ static void cache_destructor(void *p)
     spill(c, CACHE_SLOTS);
 }
 
-static void make_key(void)
+/* Whether cache_key exists, making it if need be. */
+static bool have_key(void)
 {
-    (void)pthread_key_create(&cache_key, cache_destructor);
+    if (atomic_load_explicit(&key_made, memory_order_acquire))
+        return true;
+    pthread_mutex_lock(&pool_lock);
+    if (!atomic_load_explicit(&key_made, memory_order_relaxed) &&
+        weft__pthread_key_create(&cache_key, cache_destructor) == 0)
+        atomic_store_explicit(&key_made, true, memory_order_release);
+    pthread_mutex_unlock(&pool_lock);
+    return atomic_load_explicit(&key_made, memory_order_relaxed);
 }
 
 /* Refill the thread cache with up to CACHE_SLOTS/2 pooled stacks of `size`. */
@@ -220,6 +235,32 @@ static bool cache_take(struct weft__stack_cache *c, size_t size,
     return false;
 }
 
+/*
+ * No mapping to be had (address space, or vm.max_map_count): unmap every
+ * cached stack, of the global pool and of this thread, which are then of
+ * other sizes than the one wanted, so that a retry can use the room.
+ * Returns whether anything was unmapped.
+ */
+static bool trim(struct weft__stack_cache *c)
+{
+    pthread_mutex_lock(&pool_lock);
+    struct free_stack *r = pool_head;
+    pool_head = NULL;
+    pool_count = 0;
+    pthread_mutex_unlock(&pool_lock);
+    bool any = r || c->n;
+    while (r) {
+        struct free_stack *next = r->next; /* r is inside the mapping */
+        munmap((char *)(r + 1) - r->size, r->size);
+        r = next;
+    }
+    while (c->n) {
+        c->n--;
+        munmap(c->slot[c->n].map, c->slot[c->n].size);
+    }
+    return any;
+}
+
 /* A cached stack of the same mapping size serves any request that rounds to
  * it; the fast path in stack.h only matches the exact request. */
 int weft__stack_alloc_slow(weft__stack *out, size_t usable)
@@ -240,6 +281,8 @@ int weft__stack_alloc_slow(weft__stack *out, size_t usable)
         refill(c, size);
         if (!cache_take(c, size, out)) {
             int err = map_stack(out, size);
+            if (err && trim(c))
+                err = map_stack(out, size);
             if (err)
                 return err;
         }
@@ -254,9 +297,9 @@ void weft__stack_free_slow(const weft__stack *s)
 
     if (!c->registered) {
         /* Make sure stacks cached by a thread that exits go back to the
-         * pool instead of leaking. */
-        pthread_once(&key_once, make_key);
-        if (pthread_setspecific(cache_key, c) != 0) {
+         * pool instead of leaking; a thread that cannot arrange that
+         * caches nothing (and tries again next time). */
+        if (!have_key() || weft__pthread_setspecific(cache_key, c) != 0) {
             munmap(s->map, s->size);
             return;
         }

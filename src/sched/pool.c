@@ -59,6 +59,8 @@
  */
 #include "runtime.h"
 
+#include "fault.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -705,10 +707,10 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     if (stack > WEFT__STACK_MAX)
         return -EINVAL;
 
-    weft_pool *p = calloc(1, sizeof *p);
+    weft_pool *p = weft__calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
-    p->workers = calloc(n, sizeof *p->workers);
+    p->workers = weft__calloc(n, sizeof *p->workers);
     if (!p->workers) {
         free(p);
         return -ENOMEM;
@@ -723,7 +725,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     weft__timers_init(&p->timers);
 
     for (unsigned i = 0; i < n; i++) {
-        struct weft__worker *w = aligned_alloc(64, sizeof *w);
+        struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
         if (!w) {
             p->nworkers = i;
             free_pool(p, i);
@@ -739,8 +741,8 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         p->workers[i] = w;
     }
     for (unsigned i = 0; i < n; i++) {
-        if (pthread_create(&p->workers[i]->thread, NULL, worker_main,
-                           p->workers[i]) != 0) {
+        if (weft__pthread_create(&p->workers[i]->thread, NULL, worker_main,
+                                 p->workers[i]) != 0) {
             /* Stop the ones already running: nothing was ever queued, so
              * the pool is drained. */
             struct weft__parker parker;

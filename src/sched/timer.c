@@ -3,6 +3,8 @@
  */
 #include "timer.h"
 
+#include "fault.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
@@ -83,7 +85,7 @@ int weft__timers_add(struct weft__timers *ts, struct weft__timer *tm)
     pthread_mutex_lock(&ts->lock);
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? 2 * ts->cap : 64;
-        struct weft__timer **h = realloc(ts->heap, cap * sizeof *h);
+        struct weft__timer **h = weft__realloc(ts->heap, cap * sizeof *h);
         if (!h) {
             pthread_mutex_unlock(&ts->lock);
             return -ENOMEM;
