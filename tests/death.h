@@ -24,23 +24,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-/* AddressSanitizer owns SIGSEGV and the alternate signal stacks of the
- * threads it starts, and reports faults on stacks it does not know (ours)
- * its own way: the death tests cannot see weft's handler there. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DEATH_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DEATH_ASAN 1
-#endif
-#endif
-
-#ifdef DEATH_ASAN
-#define DEATH_SKIP_UNDER_ASAN() skip()
-#else
-#define DEATH_SKIP_UNDER_ASAN() ((void)0)
-#endif
-
 /* How a child ended, and its stderr (truncated). */
 struct death {
     int status;      /* from waitpid */

@@ -51,7 +51,6 @@ static void task_overflow_child(void)
 static void test_task_overflow_names_the_task(void **state)
 {
     (void)state;
-    DEATH_SKIP_UNDER_ASAN();
     struct death d;
     death_run(task_overflow_child, &d);
     death_assert_signal(&d, SIGABRT);
@@ -66,7 +65,6 @@ static void pool_option_off_child(void)
 static void test_pool_option_turns_the_handler_off(void **state)
 {
     (void)state;
-    DEATH_SKIP_UNDER_ASAN();
     struct death d;
     death_run(pool_option_off_child, &d);
     death_assert_signal(&d, SIGSEGV);
@@ -82,7 +80,6 @@ static void env_off_child(void)
 static void test_env_turns_the_handler_off(void **state)
 {
     (void)state;
-    DEATH_SKIP_UNDER_ASAN();
     struct death d;
     death_run(env_off_child, &d);
     death_assert_signal(&d, SIGSEGV);
