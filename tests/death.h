@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,11 +115,18 @@ __attribute__((noinline, unused)) static long death_dive(long depth)
     return death_dive(depth + 1) + frame[0];
 }
 
-/* A fault that is no stack overflow. */
-__attribute__((unused)) static void death_null_write(void)
+/* A fault that is no stack overflow: a write to a page with no access
+ * (not NULL, which UBSan would catch first). */
+static void *volatile death_fault_addr;
+
+__attribute__((unused)) static void death_bad_write(void)
 {
-    volatile int *volatile p = NULL;
-    *p = 1;
+    void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+    if (page == MAP_FAILED)
+        _exit(2);
+    death_fault_addr = page;
+    *(volatile int *)page = 1;
 }
 
 #endif /* WEFT_TEST_DEATH_H */

@@ -37,9 +37,9 @@ static void *dive_body(void *arg)
     return arg;
 }
 
-static void *null_write_body(void *arg)
+static void *bad_write_body(void *arg)
 {
-    death_null_write();
+    death_bad_write();
     return arg;
 }
 
@@ -258,7 +258,7 @@ static void app_info_handler(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     /* The fault's details reach it unchanged. */
-    if (sig == SIGSEGV && si->si_addr == NULL)
+    if (sig == SIGSEGV && si->si_addr == death_fault_addr)
         app_plain_handler(sig);
     _exit(4);
 }
@@ -278,28 +278,28 @@ static void install_app_handler(bool siginfo)
         _exit(2);
 }
 
-static void null_write_plain_child(void)
+static void bad_write_plain_child(void)
 {
     install_app_handler(false);
-    run_diver(null_write_body);
+    run_diver(bad_write_body);
 }
 
-static void null_write_siginfo_child(void)
+static void bad_write_siginfo_child(void)
 {
     install_app_handler(true);
-    run_diver(null_write_body);
+    run_diver(bad_write_body);
 }
 
 static void test_other_fault_chains_to_app_handler(void **state)
 {
     (void)state;
     struct death d;
-    death_run(null_write_plain_child, &d);
+    death_run(bad_write_plain_child, &d);
     death_assert_exit(&d, 3);
     assert_non_null(strstr(d.err, app_mark));
     assert_no_overflow_line(&d);
 
-    death_run(null_write_siginfo_child, &d);
+    death_run(bad_write_siginfo_child, &d);
     death_assert_exit(&d, 3);
     assert_non_null(strstr(d.err, app_mark));
 }
@@ -322,16 +322,16 @@ static void test_guard_fault_not_chained(void **state)
 }
 
 /* With no application handler, another fault kills as it would have. */
-static void null_write_default_child(void)
+static void bad_write_default_child(void)
 {
-    run_diver(null_write_body);
+    run_diver(bad_write_body);
 }
 
 static void test_other_fault_default_action(void **state)
 {
     (void)state;
     struct death d;
-    death_run(null_write_default_child, &d);
+    death_run(bad_write_default_child, &d);
     death_assert_signal(&d, SIGSEGV);
     assert_no_overflow_line(&d);
 }
@@ -357,7 +357,7 @@ static void test_sent_signal_ignored(void **state)
 static void fault_ignored_child(void)
 {
     signal(SIGSEGV, SIG_IGN);
-    run_diver(null_write_body);
+    run_diver(bad_write_body);
 }
 
 static void test_ignored_fault_still_kills(void **state)
