@@ -480,10 +480,8 @@ void weft__task_suspend(weft__ctx_action action, void *arg)
 {
     struct weft__thread *th = weft__tls_fresh();
     struct weft_coro *self = th->current;
-    if (self->flags & WEFT__CORO_CANARY) {
-        if (!weft__stack_intact(&self->stack))
-            weft__coro_die(self, "stack overflow (canary broken)");
-    }
+    if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
+        weft__coro_overflow(self, true);
     th->current = &th->root;
     weft__san_switch(&th->root);
     weft__ctx_jump_ontop(&self->sp, th->root.sp, NULL, NULL, action, arg);
@@ -524,7 +522,7 @@ static _Noreturn void task_finish(struct weft_task *t)
 {
     struct weft__thread *th = weft__tls_fresh();
     if ((t->co.flags & WEFT__CORO_CANARY) && !weft__stack_intact(&t->co.stack))
-        weft__coro_die(&t->co, "stack overflow (canary broken)");
+        weft__coro_overflow(&t->co, true);
 
     /* Release: the result is visible to whoever sees DONE.  Acquire: the
      * awaiter's registration (its saved context) is visible to us. */

@@ -21,11 +21,28 @@ extern "C" {
 
 typedef struct weft_pool weft_pool;
 
+/*
+ * Stack overflow diagnostics.  By default a coroutine or task that runs
+ * into the guard page below its stack makes the process print
+ *     weft: stack overflow in coroutine 'NAME' (stack N KiB)
+ * to stderr and abort.  For that weft installs a SIGSEGV and SIGBUS handler
+ * (once per process, when a thread first runs a coroutine; it passes every
+ * other fault on to the handler installed before it) and gives each thread
+ * that runs coroutines an alternate signal stack (unless it has one).
+ * A program that owns those signals turns all of it off, for the whole
+ * process, with no_overflow_handler below or by setting the environment
+ * variable WEFT_OVERFLOW_HANDLER=0.  Without the handler an overflow
+ * simply kills the process with SIGSEGV.
+ */
+
 /* Options; NULL or zero fields mean defaults. */
 typedef struct weft_pool_opts {
     unsigned threads;   /* worker threads; 0 = online CPUs                */
     size_t stack_size;  /* default task stack; 0 = WEFT_STACK_DEFAULT     */
     const char *name;   /* thread names are "<name>-<i>"; NULL = "weft"   */
+    /* nonzero: no stack overflow handler in this process from now on (it
+     * is removed if a coroutine installed it already); 0 = keep it */
+    int no_overflow_handler;
 } weft_pool_opts;
 
 /*

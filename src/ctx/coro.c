@@ -33,12 +33,13 @@
 #include "claim.h"
 #include "coro.h"
 #include "ctx.h"
+#include "overflow.h"
 #include "sanitizer.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -69,18 +70,60 @@ WEFT_OPAQUE struct weft__thread *weft__tls_fresh(void)
     return t;
 }
 
+/* Append s to line[*n], keeping the last byte for the newline. */
+static void put(char *line, size_t cap, size_t *n, const char *s)
+{
+    while (*s && *n < cap - 1)
+        line[(*n)++] = *s++;
+}
+
+/* The line is built by hand and written at once: the stack overflow
+ * handler calls this, where stdio (locks, buffers) is unsafe. */
+static _Noreturn void die_line(const struct weft_coro *co, const char *what,
+                               const char *note)
+{
+    char line[256], num[24];
+    size_t n = 0, cap = sizeof line;
+    char *d = num + sizeof num;
+    size_t kib = weft__stack_usable(&co->stack) / 1024;
+    *--d = '\0';
+    do
+        *--d = (char)('0' + kib % 10);
+    while ((kib /= 10) != 0);
+
+    put(line, cap, &n, "weft: ");
+    put(line, cap, &n, what);
+    put(line, cap, &n, " in coroutine '");
+    put(line, cap, &n, co->name);
+    put(line, cap, &n, "' (stack ");
+    put(line, cap, &n, d);
+    put(line, cap, &n, " KiB");
+    if (note) {
+        put(line, cap, &n, ", ");
+        put(line, cap, &n, note);
+    }
+    put(line, cap, &n, ")");
+    line[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, n);
+    (void)w; /* nothing better to do on the way to abort */
+    abort();
+}
+
 _Noreturn void weft__coro_die(const struct weft_coro *co, const char *what)
 {
-    fprintf(stderr, "weft: %s in coroutine '%s' (stack %zu KiB)\n", what,
-            co->name, weft__stack_usable(&co->stack) / 1024);
-    abort();
+    die_line(co, what, NULL);
+}
+
+_Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary)
+{
+    die_line(co, "stack overflow", canary ? "canary broken" : NULL);
 }
 
 /* The canary check of unguarded stacks, done at every switch out. */
 static void check_canary(const struct weft_coro *self)
 {
     if (unlikely(!weft__stack_intact(&self->stack)))
-        weft__coro_die(self, "stack overflow (canary broken)");
+        weft__coro_overflow(self, true);
 }
 
 static int refused(uint32_t state)
@@ -181,6 +224,9 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
 void weft__thread_setup(struct weft__thread *t)
 {
     if (t->current == &no_thread_root) {
+        /* Before the first switch away from this thread's stack: a
+         * coroutine that overflows here needs the handler's altstack. */
+        weft__overflow_thread_init();
         t->root.flags = WEFT__CORO_ROOT;
         weft__san_fiber_thread(&t->root);
         t->current = &t->root;

@@ -7,6 +7,7 @@
 #include <weft/coro.h>
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "stack.h"
@@ -72,8 +73,15 @@ void weft__thread_setup(struct weft__thread *t);
 /* The calling thread's block, read afresh: for use after a switch. */
 struct weft__thread *weft__tls_fresh(void);
 
-/* Print "weft: WHAT in coroutine 'NAME' (stack N KiB)" and abort. */
+/* Print "weft: WHAT in coroutine 'NAME' (stack N KiB)" and abort.
+ * Async-signal-safe: one write(2), no stdio. */
 _Noreturn void weft__coro_die(const struct weft_coro *co, const char *what);
+
+/* The same for a stack overflow, found by the guard's fault handler or,
+ * with `canary`, by a broken canary:
+ * "weft: stack overflow in coroutine 'NAME' (stack N KiB[, canary broken])".
+ * Async-signal-safe. */
+_Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");

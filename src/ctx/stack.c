@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -104,10 +105,22 @@ static void say_unguarded_once(void)
                 "guards.\n");
 }
 
+/* For tests of the canary path: WEFT_STACK_GUARD=canary in the
+ * environment (read once) makes every new stack a canary stack. */
+static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
+
+static void read_mode(void)
+{
+    const char *env = getenv("WEFT_STACK_GUARD");
+    if (env && strcmp(env, "canary") == 0)
+        atomic_store_explicit(&guard_mode, GUARD_CANARY, memory_order_relaxed);
+}
+
 /* Protect the lowest page of a fresh mapping, with the best means left. */
 static void install_guard(weft__stack *s)
 {
     size_t guard = page_size();
+    pthread_once(&mode_once, read_mode);
     int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
 
     if (mode == GUARD_MADVISE) {

@@ -57,6 +57,7 @@
  *      entries that are left (stale entries of tasks that were run inline),
  *      so no task record leaks, and frees the pool.
  */
+#include "overflow.h"
 #include "runtime.h"
 
 #include "fault.h"
@@ -740,6 +741,10 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
         p->workers[i] = w;
     }
+    /* Before any worker installs it.  Left off if a thread fails to
+     * start: the caller asked for it off anyway. */
+    if (opts && opts->no_overflow_handler)
+        weft__overflow_disable();
     for (unsigned i = 0; i < n; i++) {
         if (weft__pthread_create(&p->workers[i]->thread, NULL, worker_main,
                                  p->workers[i]) != 0) {
