@@ -930,7 +930,7 @@ WEFT_EXPORT int weft_yield(void)
     struct weft__thread *th = weft__tls_fresh();
     if ((self->co.flags & WEFT__CORO_CANARY) &&
         !weft__stack_intact(&self->co.stack))
-        weft__coro_die(&self->co, "stack overflow (canary broken)");
+        weft__coro_overflow(&self->co, true);
     th->current = &next->co; /* a yielded task has its context already */
     weft__san_switch(&next->co);
     weft__ctx_jump_ontop(&self->co.sp, next->co.sp, NULL, NULL, yield_action,
