@@ -75,6 +75,9 @@ struct weft_task {
     size_t stack_size;            /* 0: the pool's (or the default)       */
     struct weft_task *link;       /* in a driver's queue                  */
     weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
+    /* The task whose body runs inline on this task's stack now (the
+     * innermost, see task.c), or NULL: the calling task, to weft_await. */
+    struct weft_task *inlined;
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */
