@@ -24,7 +24,7 @@
  *
  * Tasks: "leaf" tasks (NTASK handle slots) run a fixed body chosen by the
  * op (return a value, yield, wait on or set an event, spawn and await a
- * child, hop onto the pool, make refused calls); they run concurrently on
+ * child, hop onto the pool, make refused calls, await its own handle); they run concurrently on
  * a 2-worker pool, so the harness checks only results, never timing:
  * await and sync_wait return the body's value, and each body checks the
  * codes its calls return against what its home (pool or none) allows.  An
@@ -202,9 +202,10 @@ static bool ev_will[NEV];  /* a setter task is spawned: it will be set */
 /* ------------------------------------------------------------ leaf tasks */
 
 enum kind { K_VALUE, K_YIELDS, K_WAIT, K_SET, K_CHILD, K_HOP, K_MISUSE,
-            K_WAIT_FOR, NKINDS };
+            K_WAIT_FOR, K_AWAIT_SELF, NKINDS };
 
 struct leaf {
+    weft_task *self;   /* its handle: create and spawn write it here */
     enum kind kind;
     intptr_t arg;
     int ev;
@@ -281,6 +282,13 @@ static void *leaf_body(void *arg)
             FCHECK(weft_event_is_set(&ev[l->ev]));
         if (l->set_before)
             FCHECK(rc == 0);
+        break;
+    }
+    case K_AWAIT_SELF: {
+        /* Also when its body runs inline in the awaiter's. */
+        void *v = OLD;
+        FCHECK(weft_await(l->self, &v) == -EINVAL);
+        FCHECK(v == OLD);
         break;
     }
     default:
@@ -520,13 +528,14 @@ static void op_task_new(struct tslot *s, unsigned b, bool lazy)
     s->rec = l;
     s->lazy = lazy;
     if (lazy) {
-        FCHECK(weft_task_create(&s->t, leaf_body, l, NULL) == 0);
-        return;
+        FCHECK(weft_task_create(&l->self, leaf_body, l, NULL) == 0);
+    } else {
+        starting(l, true);
+        if (l->kind == K_SET)
+            ev_will[l->ev] = true;
+        FCHECK(weft_spawn(pool, leaf_body, l, &l->self) == 0);
     }
-    starting(l, true);
-    if (l->kind == K_SET)
-        ev_will[l->ev] = true;
-    FCHECK(weft_spawn(pool, leaf_body, l, &s->t) == 0);
+    s->t = l->self;
 }
 
 static void op_await(int me, struct tslot *s)

@@ -13,12 +13,13 @@ import os
  T_SPAWN, T_CREATE, T_AWAIT, T_SYNC_WAIT, T_DETACH, EV_SET, EV_WAIT, DRIVE,
  T_YIELD, POOL2) = range(17)
 
-# Leaf task bodies: b = kind + 8 * arg; the event is arg % 2.
-VALUE, YIELDS, WAIT, SET, CHILD, HOP, MISUSE, WAIT_FOR = range(8)
+# Leaf task bodies: b = kind + NKINDS * arg; the event is arg % 2.
+VALUE, YIELDS, WAIT, SET, CHILD, HOP, MISUSE, WAIT_FOR, AWAIT_SELF, NKINDS = \
+    range(10)
 
 
 def leaf(kind, arg):
-    return kind + 8 * arg
+    return kind + NKINDS * arg
 
 
 SEEDS = {
@@ -83,6 +84,7 @@ SEEDS = {
         (T_AWAIT, 0, 0), (T_AWAIT, 1, 0), (T_AWAIT, 2, 0),
         (T_SYNC_WAIT, 3, 0),                     # drv: -EDEADLK
         (T_SPAWN, 0, leaf(CHILD, 9)), (T_AWAIT, 0, 0),  # likely inline
+        (T_SPAWN, 0, leaf(AWAIT_SELF, 2)), (T_AWAIT, 0, 0),
         (T_YIELD, 0, 0), (T_YIELD, 1, 0),
         (RETURN, 0, 1),                          # drv ends -> root
         (T_SYNC_WAIT, 3, 0), (T_AWAIT, 2, 0),    # empty: -EINVAL
@@ -101,6 +103,7 @@ SEEDS = {
         (T_CREATE, 3, leaf(HOP, 1)), (T_DETACH, 3, 0),  # never runs
         (DRIVE, 2, 0),                           # lazy driver that hops
         (T_CREATE, 0, leaf(WAIT_FOR, 2)), (T_AWAIT, 0, 0),
+        (T_CREATE, 1, leaf(AWAIT_SELF, 1)), (T_AWAIT, 1, 0),
         (RETURN, 0, 3),
     ],
     # events: waiters parked and blocked, setters, timed waits, is_set
