@@ -538,37 +538,23 @@ static void op_task_new(struct tslot *s, unsigned b, bool lazy)
     s->t = l->self;
 }
 
-static void op_await(int me, struct tslot *s)
+/* weft_await (for DRIVER, a task) or weft_sync_wait (for ROOT, a plain
+ * thread); elsewhere refused, and the handle is still ours. */
+static void op_wait(int me, struct tslot *s, bool await)
 {
+    int (*wait)(weft_task *, void **) = await ? weft_await : weft_sync_wait;
     void *r = OLD;
     if (!s->t) {
-        FCHECK(weft_await(NULL, &r) == -EINVAL);
-    } else if (me != DRIVER) {
-        /* Not in a task: refused, the handle is still ours. */
-        FCHECK(weft_await(s->t, &r) == -EPERM);
+        FCHECK(wait(NULL, &r) == -EINVAL);
+    } else if (me != (await ? DRIVER : ROOT)) {
+        FCHECK(wait(s->t, &r) == (await ? -EPERM : -EDEADLK));
     } else if (!may_block_forever(s->rec)) {
+        bool on_pool = me == DRIVER && driver_on_pool;
         if (s->lazy)
-            starting(s->rec, driver_on_pool);
-        int rc = weft_await(s->t, &r);
+            starting(s->rec, on_pool); /* it starts in our home */
+        int rc = wait(s->t, &r);
         ended(s, rc, r);
-        FCHECK(weft_pool_current() == (driver_on_pool ? pool : NULL));
-        return;
-    }
-    FCHECK(r == OLD);
-}
-
-static void op_sync_wait(int me, struct tslot *s)
-{
-    void *r = OLD;
-    if (!s->t) {
-        FCHECK(weft_sync_wait(NULL, &r) == -EINVAL);
-    } else if (me != ROOT) {
-        FCHECK(weft_sync_wait(s->t, &r) == -EDEADLK);
-    } else if (!may_block_forever(s->rec)) {
-        if (s->lazy)
-            starting(s->rec, false);
-        int rc = weft_sync_wait(s->t, &r);
-        ended(s, rc, r);
+        FCHECK(weft_pool_current() == (on_pool ? pool : NULL));
         return;
     }
     FCHECK(r == OLD);
@@ -700,8 +686,8 @@ static void exec(int me, const struct op *op)
         break;
     case OP_T_SPAWN: op_task_new(t, op->b, false); break;
     case OP_T_CREATE: op_task_new(t, op->b, true); break;
-    case OP_T_AWAIT: op_await(me, t); break;
-    case OP_T_SYNC_WAIT: op_sync_wait(me, t); break;
+    case OP_T_AWAIT: op_wait(me, t, true); break;
+    case OP_T_SYNC_WAIT: op_wait(me, t, false); break;
     case OP_T_DETACH: op_detach(t); break;
     case OP_EV_SET:
         weft_event_set(&ev[op->a % NEV]);
@@ -745,7 +731,7 @@ static void teardown(void)
     }
     for (int i = 0; i < NTASK; i++)
         if (ts[i].t)
-            op_sync_wait(ROOT, &ts[i]);
+            op_wait(ROOT, &ts[i], false);
     for (unsigned i = 0; i < nleaves; i++)
         while (!atomic_load_explicit(&leaves[i].done, memory_order_acquire))
             sched_yield();

@@ -201,58 +201,70 @@ static int coro_create_stack_max(void)
     return coro_create_with_stack(SIZE_MAX);
 }
 
-static int coro_resume_null(void)
+/* resume and transfer take the same arguments: a refused call of either
+ * must not write *out. */
+typedef int (*switch_fn)(weft_coro *co, void *in, void **out);
+
+static int refused_switch(switch_fn fn, weft_coro *co)
 {
     void *out = OLD;
-    int rc = weft_coro_resume(NULL, P(1), &out);
+    int rc = fn(co, P(1), &out);
     CHECK_PTR_EQ(out, OLD);
     return rc;
 }
 
-static int coro_resume_dead(void)
+static int switch_to_dead(switch_fn fn)
 {
     weft_coro *co;
     CHECK_EQ(weft_coro_create(&co, ret_arg, NULL), 0);
     CHECK_EQ(weft_coro_resume(co, P(1), NULL), 0);
-    void *out = OLD;
-    int rc = weft_coro_resume(co, P(2), &out);
-    CHECK_PTR_EQ(out, OLD);
+    int rc = refused_switch(fn, co);
     CHECK_EQ(weft_coro_status(co), WEFT_CORO_DEAD);
     CHECK_EQ(weft_coro_destroy(co), 0);
     return rc;
 }
 
-/* In a coroutine or a task: the current one, which is RUNNING. */
-static int coro_resume_current(void)
+/* In a coroutine or a task: to the current one, which is RUNNING. */
+static int switch_to_current(switch_fn fn)
 {
     weft_coro *me = weft_coro_current();
-    void *out = OLD;
-    int rc = weft_coro_resume(me, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
+    int rc = refused_switch(fn, me);
     CHECK_PTR_EQ(weft_coro_current(), me);
     CHECK_EQ(weft_coro_status(me), WEFT_CORO_RUNNING);
     return rc;
 }
 
+static int switch_elsewhere(switch_fn fn)
+{
+    struct elsewhere e;
+    elsewhere_begin(&e);
+    int rc = refused_switch(fn, e.co);
+    elsewhere_end(&e);
+    return rc;
+}
+
+static int coro_resume_null(void)
+{
+    return refused_switch(weft_coro_resume, NULL);
+}
+
+static int coro_resume_dead(void) { return switch_to_dead(weft_coro_resume); }
+
+static int coro_resume_current(void)
+{
+    return switch_to_current(weft_coro_resume);
+}
+
 static int resume_outer(weft_coro *outer)
 {
-    void *out = OLD;
-    int rc = weft_coro_resume(outer, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    return rc;
+    return refused_switch(weft_coro_resume, outer);
 }
 
 static int coro_resume_normal(void) { return from_inner(resume_outer); }
 
 static int coro_resume_elsewhere(void)
 {
-    struct elsewhere e;
-    elsewhere_begin(&e);
-    void *out = OLD;
-    int rc = weft_coro_resume(e.co, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    elsewhere_end(&e);
-    return rc;
+    return switch_elsewhere(weft_coro_resume);
 }
 
 static int coro_yield(void)
@@ -308,10 +320,7 @@ static int coro_yield_cancelled(void)
 
 static int coro_transfer_null(void)
 {
-    void *out = OLD;
-    int rc = weft_coro_transfer(NULL, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    return rc;
+    return refused_switch(weft_coro_transfer, NULL);
 }
 
 /* A coroutine the refused transfer must not have started: its first
@@ -339,46 +348,24 @@ static int coro_transfer_suspended(void)
 
 static int coro_transfer_dead(void)
 {
-    weft_coro *co;
-    CHECK_EQ(weft_coro_create(&co, ret_arg, NULL), 0);
-    CHECK_EQ(weft_coro_resume(co, P(1), NULL), 0);
-    void *out = OLD;
-    int rc = weft_coro_transfer(co, P(2), &out);
-    CHECK_PTR_EQ(out, OLD);
-    CHECK_EQ(weft_coro_status(co), WEFT_CORO_DEAD);
-    CHECK_EQ(weft_coro_destroy(co), 0);
-    return rc;
+    return switch_to_dead(weft_coro_transfer);
 }
 
 static int coro_transfer_self(void)
 {
-    weft_coro *me = weft_coro_current();
-    void *out = OLD;
-    int rc = weft_coro_transfer(me, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    CHECK_EQ(weft_coro_status(me), WEFT_CORO_RUNNING);
-    return rc;
+    return switch_to_current(weft_coro_transfer);
 }
 
 static int transfer_outer(weft_coro *outer)
 {
-    void *out = OLD;
-    int rc = weft_coro_transfer(outer, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    return rc;
+    return refused_switch(weft_coro_transfer, outer);
 }
 
 static int coro_transfer_normal(void) { return from_inner(transfer_outer); }
 
 static int coro_transfer_elsewhere(void)
 {
-    struct elsewhere e;
-    elsewhere_begin(&e);
-    void *out = OLD;
-    int rc = weft_coro_transfer(e.co, P(1), &out);
-    CHECK_PTR_EQ(out, OLD);
-    elsewhere_end(&e);
-    return rc;
+    return switch_elsewhere(weft_coro_transfer);
 }
 
 static int coro_transfer_cancelled(void)
