@@ -7,7 +7,9 @@
 
 WEFT_API const char *weft_strerror(int err)
 {
-    switch (err < 0 ? -err : err) {
+    /* Widened first: -INT_MIN does not fit in an int. */
+    long long code = err;
+    switch (code < 0 ? -code : code) {
     case 0: return "success";
     case EINVAL: return "invalid argument";
     case ENOMEM: return "out of memory";

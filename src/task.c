@@ -256,6 +256,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->stack_size = stack_size;
     t->link = NULL;
     t->spawned_on = NULL;
+    t->inlined = NULL;
     t->started = false;
     t->lazy = false;
     return t;
@@ -682,7 +683,11 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
         return false; /* a worker took it first */
     }
     t->started = true;
+    /* While t's body runs here, t is the calling task (to weft_await). */
+    struct weft_task *outer = self->inlined;
+    self->inlined = t;
     t->result = t->co.fn(t->arg);
+    self->inlined = outer;
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
@@ -732,7 +737,9 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
     struct weft_task *self = weft__task_current();
     if (!self)
         return -EPERM;
-    if (t == self)
+    /* The calling task is the body running inline on self's stack, if any;
+     * self, awaited by it, would be a cycle as well. */
+    if (t == self || t == self->inlined)
         return -EINVAL;
 
     if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=

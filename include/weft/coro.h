@@ -67,8 +67,8 @@ typedef struct weft_coro_opts {
  * weft_coro_create - make a coroutine that will run fn.
  * The stack is reserved, not committed (pages commit on first touch), and
  * sits above a guard region.  Any context.
- * Returns 0 and sets *out, -EINVAL (out or fn NULL), -ENOMEM (no memory,
- * or a stack size the address space cannot hold).
+ * Returns 0 and sets *out, -EINVAL (out or fn NULL, stack size over 1 GiB),
+ * -ENOMEM (no memory, or no address space left for the stack).
  */
 WEFT_API int weft_coro_create(weft_coro **out, weft_fn fn,
                               const weft_coro_opts *opts);

@@ -29,11 +29,11 @@ typedef struct weft_event {
     uint32_t lock_;
 } weft_event;
 
-/* weft_event_init - an unset event.  Any context. */
+/* weft_event_init - an unset event.  Any context; does nothing for NULL. */
 WEFT_API void weft_event_init(weft_event *ev);
 
 /* weft_event_set - set it (once; later sets do nothing) and wake all
- * waiters.  Any context. */
+ * waiters.  Any context; does nothing for NULL. */
 WEFT_API void weft_event_set(weft_event *ev);
 
 /* weft_event_is_set - whether it is set (acquire: what the setter wrote

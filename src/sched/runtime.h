@@ -77,6 +77,9 @@ struct weft_task {
      * FIFO (both hold a SCHEDULED task), or a free list of records. */
     struct weft_task *link;
     weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
+    /* The task whose body runs inline on this task's stack now (the
+     * innermost, see task.c), or NULL: the calling task, to weft_await. */
+    struct weft_task *inlined;
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */

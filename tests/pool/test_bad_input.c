@@ -1,0 +1,953 @@
+/*
+ * test_bad_input.c — every public function against each invalid input its
+ * header names, one table row per (function, input), and after each refused
+ * call a check that the objects involved are as they were and still work.
+ *
+ * A row says in which context the call is made (`where`): a plain thread,
+ * a standalone coroutine, a task spawned on a pool, or a lazy task that
+ * weft_sync_wait runs on the main thread with no pool.  The same call in
+ * several contexts is several rows (the "wrong context" errors).
+ *
+ * The README's "Bad input" table is this table: `test_bad_input --table`
+ * prints it as markdown, and the test 'bad_input_table' checks that the
+ * README holds exactly those lines.
+ *
+ * Not in the table: a handle used after it was consumed (await, sync_wait,
+ * detach) and a coroutine used after weft_coro_destroy.  Both records are
+ * recycled at once, so such a use cannot be told from a use of the new
+ * owner's object; it is undefined, as a use after free() is.
+ */
+#include "wt.h"
+
+#include <limits.h>
+
+static weft_pool *g_pool; /* 2 workers, for the rows that need a pool */
+
+static int sentinel_obj;
+#define OLD ((void *)&sentinel_obj) /* "not written by the refused call" */
+
+static void *times3(void *arg) { return P(I(arg) * 3); }
+static void *ret_arg(void *arg) { return arg; }
+static void *noop(void *arg) { (void)arg; return NULL; }
+
+/* ------------------------------------------------------------------ */
+/* Fixtures that several rows share                                     */
+
+/* A coroutine that runs on another thread, blocked there until released. */
+struct elsewhere {
+    weft_coro *co;
+    weft_event started, release;
+    pthread_t th;
+    int rc;
+    void *out;
+};
+
+static void *elsewhere_body(void *arg)
+{
+    struct elsewhere *e = arg;
+    weft_event_set(&e->started);
+    CHECK_EQ(weft_event_wait(&e->release), 0);
+    return P(55);
+}
+
+static void *elsewhere_thread(void *arg)
+{
+    struct elsewhere *e = arg;
+    e->rc = weft_coro_resume(e->co, e, &e->out);
+    return NULL;
+}
+
+static void elsewhere_begin(struct elsewhere *e)
+{
+    weft_event_init(&e->started);
+    weft_event_init(&e->release);
+    CHECK_EQ(weft_coro_create(&e->co, elsewhere_body, NULL), 0);
+    CHECK_EQ(pthread_create(&e->th, NULL, elsewhere_thread, e), 0);
+    CHECK_EQ(weft_event_wait(&e->started), 0);
+}
+
+/* The refused call left it running there: it finishes normally. */
+static void elsewhere_end(struct elsewhere *e)
+{
+    CHECK_EQ(weft_coro_status(e->co), WEFT_CORO_RUNNING);
+    weft_event_set(&e->release);
+    CHECK_EQ(pthread_join(e->th, NULL), 0);
+    CHECK_EQ(e->rc, 0);
+    CHECK_EQ(I(e->out), 55);
+    CHECK_EQ(weft_coro_status(e->co), WEFT_CORO_DEAD);
+    CHECK_EQ(weft_coro_destroy(e->co), 0);
+}
+
+/* A pool whose destroy has begun on another thread and cannot finish
+ * until released (one of its tasks waits on `release`). */
+struct dying {
+    weft_pool *p;
+    weft_event release;
+    pthread_t th;
+    int rc;
+};
+
+static void *wait_event(void *arg)
+{
+    CHECK_EQ(weft_event_wait(arg), 0);
+    return NULL;
+}
+
+static void *dying_thread(void *arg)
+{
+    struct dying *d = arg;
+    d->rc = weft_pool_destroy(d->p);
+    return NULL;
+}
+
+static void dying_begin(struct dying *d)
+{
+    weft_pool_opts o = {.threads = 1, .stack_size = 0, .name = "dying"};
+    CHECK_EQ(weft_pool_create(&d->p, &o), 0);
+    weft_event_init(&d->release);
+    CHECK_EQ(weft_spawn(d->p, wait_event, &d->release, NULL), 0);
+    CHECK_EQ(pthread_create(&d->th, NULL, dying_thread, d), 0);
+    /* Spawning from outside fails once the destroy has begun. */
+    int rc;
+    while ((rc = weft_spawn(d->p, noop, NULL, NULL)) == 0)
+        sched_yield();
+    CHECK_EQ(rc, -ESHUTDOWN);
+}
+
+static void dying_end(struct dying *d)
+{
+    weft_event_set(&d->release);
+    CHECK_EQ(pthread_join(d->th, NULL), 0);
+    CHECK_EQ(d->rc, 0);
+}
+
+/* A task handle a call left unconsumed, for the row's `after` step. */
+static weft_task *g_pending;
+
+/* Outer and inner coroutine of the NORMAL rows. */
+static weft_coro *g_outer;
+typedef int (*inner_call)(weft_coro *outer);
+
+static void *inner_body(void *arg)
+{
+    inner_call call = *(inner_call *)arg;
+    CHECK_EQ(weft_coro_status(g_outer), WEFT_CORO_NORMAL);
+    int rc = call(g_outer);
+    CHECK_EQ(weft_coro_status(g_outer), WEFT_CORO_NORMAL);
+    return P(rc);
+}
+
+/* In a coroutine: run call(the current coroutine, now NORMAL) in a
+ * coroutine it resumes. */
+static int from_inner(inner_call call)
+{
+    g_outer = weft_coro_current();
+    weft_coro *inner;
+    CHECK_EQ(weft_coro_create(&inner, inner_body, NULL), 0);
+    void *out = OLD;
+    CHECK_EQ(weft_coro_resume(inner, &call, &out), 0);
+    CHECK_EQ(weft_coro_status(inner), WEFT_CORO_DEAD);
+    CHECK_EQ(weft_coro_destroy(inner), 0);
+    return (int)I(out);
+}
+
+/* ------------------------------------------------------------------ */
+/* The calls: each makes one refused call, checks what it left, and     */
+/* returns what the call returned.                                      */
+
+/* error.h */
+
+static int strerror_unknown(void)
+{
+    return strcmp(weft_strerror(4095), "unknown error");
+}
+
+static int strerror_int_min(void)
+{
+    return strcmp(weft_strerror(INT_MIN), "unknown error");
+}
+
+/* coro.h */
+
+static int coro_create_out_null(void)
+{
+    return weft_coro_create(NULL, ret_arg, NULL);
+}
+
+static int coro_create_fn_null(void)
+{
+    weft_coro *co = OLD;
+    int rc = weft_coro_create(&co, NULL, NULL);
+    CHECK_PTR_EQ(co, OLD);
+    return rc;
+}
+
+static int coro_create_with_stack(size_t size)
+{
+    weft_coro_opts o = {.stack_size = size, .name = "big"};
+    weft_coro *co = OLD;
+    int rc = weft_coro_create(&co, ret_arg, &o);
+    CHECK_PTR_EQ(co, OLD);
+    return rc;
+}
+
+static int coro_create_stack_1g(void)
+{
+    return coro_create_with_stack(((size_t)1 << 30) + 1);
+}
+
+static int coro_create_stack_max(void)
+{
+    return coro_create_with_stack(SIZE_MAX);
+}
+
+/* resume and transfer take the same arguments: a refused call of either
+ * must not write *out. */
+typedef int (*switch_fn)(weft_coro *co, void *in, void **out);
+
+static int refused_switch(switch_fn fn, weft_coro *co)
+{
+    void *out = OLD;
+    int rc = fn(co, P(1), &out);
+    CHECK_PTR_EQ(out, OLD);
+    return rc;
+}
+
+static int switch_to_dead(switch_fn fn)
+{
+    weft_coro *co;
+    CHECK_EQ(weft_coro_create(&co, ret_arg, NULL), 0);
+    CHECK_EQ(weft_coro_resume(co, P(1), NULL), 0);
+    int rc = refused_switch(fn, co);
+    CHECK_EQ(weft_coro_status(co), WEFT_CORO_DEAD);
+    CHECK_EQ(weft_coro_destroy(co), 0);
+    return rc;
+}
+
+/* In a coroutine or a task: to the current one, which is RUNNING. */
+static int switch_to_current(switch_fn fn)
+{
+    weft_coro *me = weft_coro_current();
+    int rc = refused_switch(fn, me);
+    CHECK_PTR_EQ(weft_coro_current(), me);
+    CHECK_EQ(weft_coro_status(me), WEFT_CORO_RUNNING);
+    return rc;
+}
+
+static int switch_elsewhere(switch_fn fn)
+{
+    struct elsewhere e;
+    elsewhere_begin(&e);
+    int rc = refused_switch(fn, e.co);
+    elsewhere_end(&e);
+    return rc;
+}
+
+static int coro_resume_null(void)
+{
+    return refused_switch(weft_coro_resume, NULL);
+}
+
+static int coro_resume_dead(void) { return switch_to_dead(weft_coro_resume); }
+
+static int coro_resume_current(void)
+{
+    return switch_to_current(weft_coro_resume);
+}
+
+static int resume_outer(weft_coro *outer)
+{
+    return refused_switch(weft_coro_resume, outer);
+}
+
+static int coro_resume_normal(void) { return from_inner(resume_outer); }
+
+static int coro_resume_elsewhere(void)
+{
+    return switch_elsewhere(weft_coro_resume);
+}
+
+static int coro_yield(void)
+{
+    void *in = OLD;
+    int rc = weft_coro_yield(P(1), &in);
+    CHECK_PTR_EQ(in, OLD);
+    return rc;
+}
+
+/* A coroutine being destroyed: its pending yield returned -ECANCELED, and
+ * `second` is what its next yield or transfer returns. */
+static int g_first, g_second;
+static weft_coro *g_target;
+
+static void *cancelled_yields(void *arg)
+{
+    (void)arg;
+    void *in = OLD;
+    g_first = weft_coro_yield(P(1), NULL);
+    g_second = weft_coro_yield(P(2), &in);
+    CHECK_PTR_EQ(in, OLD);
+    return NULL;
+}
+
+static void *cancelled_transfers(void *arg)
+{
+    (void)arg;
+    void *out = OLD;
+    g_first = weft_coro_yield(P(1), NULL);
+    g_second = weft_coro_transfer(g_target, P(2), &out);
+    CHECK_PTR_EQ(out, OLD);
+    return NULL;
+}
+
+static int destroy_started(weft_fn body)
+{
+    weft_coro *co;
+    CHECK_EQ(weft_coro_create(&co, body, NULL), 0);
+    void *out = NULL;
+    CHECK_EQ(weft_coro_resume(co, NULL, &out), 0);
+    CHECK_EQ(I(out), 1);
+    g_first = g_second = 0;
+    CHECK_EQ(weft_coro_destroy(co), 0);
+    CHECK_EQ(g_first, -ECANCELED);
+    return g_second;
+}
+
+static int coro_yield_cancelled(void)
+{
+    return destroy_started(cancelled_yields);
+}
+
+static int coro_transfer_null(void)
+{
+    return refused_switch(weft_coro_transfer, NULL);
+}
+
+/* A coroutine the refused transfer must not have started: its first
+ * resume still passes fn's argument. */
+static void check_never_started(weft_coro *co)
+{
+    CHECK_EQ(weft_coro_status(co), WEFT_CORO_SUSPENDED);
+    void *out = OLD;
+    CHECK_EQ(weft_coro_resume(co, P(9), &out), 0);
+    CHECK_EQ(I(out), 9);
+    CHECK_EQ(weft_coro_status(co), WEFT_CORO_DEAD);
+    CHECK_EQ(weft_coro_destroy(co), 0);
+}
+
+static int coro_transfer_suspended(void)
+{
+    weft_coro *co;
+    CHECK_EQ(weft_coro_create(&co, ret_arg, NULL), 0);
+    void *out = OLD;
+    int rc = weft_coro_transfer(co, P(1), &out);
+    CHECK_PTR_EQ(out, OLD);
+    check_never_started(co);
+    return rc;
+}
+
+static int coro_transfer_dead(void)
+{
+    return switch_to_dead(weft_coro_transfer);
+}
+
+static int coro_transfer_self(void)
+{
+    return switch_to_current(weft_coro_transfer);
+}
+
+static int transfer_outer(weft_coro *outer)
+{
+    return refused_switch(weft_coro_transfer, outer);
+}
+
+static int coro_transfer_normal(void) { return from_inner(transfer_outer); }
+
+static int coro_transfer_elsewhere(void)
+{
+    return switch_elsewhere(weft_coro_transfer);
+}
+
+static int coro_transfer_cancelled(void)
+{
+    CHECK_EQ(weft_coro_create(&g_target, ret_arg, NULL), 0);
+    int rc = destroy_started(cancelled_transfers);
+    check_never_started(g_target);
+    return rc;
+}
+
+static int coro_destroy_null(void) { return weft_coro_destroy(NULL); }
+
+/* In a coroutine or a task: nothing is freed, it keeps running. */
+static int coro_destroy_current(void)
+{
+    weft_coro *me = weft_coro_current();
+    int rc = weft_coro_destroy(me);
+    CHECK_PTR_EQ(weft_coro_current(), me);
+    CHECK_EQ(weft_coro_status(me), WEFT_CORO_RUNNING);
+    return rc;
+}
+
+static int destroy_outer(weft_coro *outer) { return weft_coro_destroy(outer); }
+
+static int coro_destroy_normal(void) { return from_inner(destroy_outer); }
+
+static int coro_destroy_elsewhere(void)
+{
+    struct elsewhere e;
+    elsewhere_begin(&e);
+    int rc = weft_coro_destroy(e.co);
+    elsewhere_end(&e);
+    return rc;
+}
+
+static int coro_status_null(void) { return (int)weft_coro_status(NULL); }
+
+static int coro_name_null(void) { return strcmp(weft_coro_name(NULL), ""); }
+
+/* pool.h */
+
+static int pool_create_out_null(void)
+{
+    weft_pool_opts o = {.threads = 1, .stack_size = 0, .name = NULL};
+    return weft_pool_create(NULL, &o);
+}
+
+static int pool_create_with(unsigned threads, size_t stack)
+{
+    weft_pool_opts o = {.threads = threads, .stack_size = stack, .name = NULL};
+    weft_pool *p = OLD;
+    int rc = weft_pool_create(&p, &o);
+    CHECK_PTR_EQ(p, OLD);
+    return rc;
+}
+
+static int pool_create_threads(void) { return pool_create_with(1025, 0); }
+
+static int pool_create_stack(void)
+{
+    return pool_create_with(1, ((size_t)1 << 30) + 1);
+}
+
+static int pool_destroy_null(void) { return weft_pool_destroy(NULL); }
+
+/* In a task on g_pool: refused, and the pool still runs tasks. */
+static int pool_destroy_own(void)
+{
+    int rc = weft_pool_destroy(weft_pool_current());
+    weft_task *t;
+    CHECK_EQ(weft_spawn(g_pool, times3, P(5), &t), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_await(t, &r), 0);
+    CHECK_EQ(I(r), 15);
+    return rc;
+}
+
+static int pool_destroy_twice(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    int rc = weft_pool_destroy(d.p);
+    dying_end(&d);
+    return rc;
+}
+
+static int pool_threads_null(void) { return (int)weft_pool_threads(NULL); }
+
+/* task.h */
+
+static int task_create_out_null(void)
+{
+    return weft_task_create(NULL, times3, P(1), NULL);
+}
+
+static int task_create_fn_null(void)
+{
+    weft_task *t = OLD;
+    int rc = weft_task_create(&t, NULL, P(1), NULL);
+    CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int task_create_stack(void)
+{
+    weft_coro_opts o = {.stack_size = ((size_t)1 << 30) + 1, .name = NULL};
+    weft_task *t = OLD;
+    int rc = weft_task_create(&t, times3, P(1), &o);
+    CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int spawn_pool_null(void)
+{
+    weft_task *t = OLD;
+    int rc = weft_spawn(NULL, times3, P(1), &t);
+    CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int spawn_fn_null(void)
+{
+    weft_task *t = OLD;
+    int rc = weft_spawn(g_pool, NULL, P(1), &t);
+    CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int spawn_shutdown(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    weft_task *t = OLD;
+    int rc = weft_spawn(d.p, times3, P(1), &t);
+    CHECK_PTR_EQ(t, OLD);
+    dying_end(&d);
+    return rc;
+}
+
+static int await_null(void)
+{
+    void *r = OLD;
+    int rc = weft_await(NULL, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+/* Outside a task: the handle is left for `after_pending`. */
+static int await_spawned(void)
+{
+    CHECK_EQ(weft_spawn(g_pool, times3, P(7), &g_pending), 0);
+    void *r = OLD;
+    int rc = weft_await(g_pending, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+/* Not consumed by the refused call: sync_wait takes it, with its result. */
+static void after_pending(void)
+{
+    void *r = OLD;
+    assert_int_equal(weft_sync_wait(g_pending, &r), 0);
+    assert_int_equal(I(r), 21);
+}
+
+/* A task body that awaits its own handle (passed by address: spawn
+ * writes it before the task can run). */
+static void *await_own_handle(void *arg)
+{
+    weft_task *self = *(weft_task **)arg;
+    void *r = OLD;
+    int rc = weft_await(self, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return P(rc);
+}
+
+static int await_self_spawned(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_spawn(g_pool, await_own_handle, &t, &t), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    return (int)I(r);
+}
+
+static int await_self_lazy(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, await_own_handle, &t, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    return (int)I(r);
+}
+
+/* On a one-worker pool, a task that spawns a child and awaits it at once
+ * runs the child inline, on its own stack: the child's body is then the
+ * calling task. */
+static void *spawn_await_own(void *arg)
+{
+    (void)arg;
+    weft_task *t;
+    CHECK_EQ(weft_spawn(weft_pool_current(), await_own_handle, &t, &t), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_await(t, &r), 0);
+    return r;
+}
+
+static int await_self_inline(void)
+{
+    weft_pool *p;
+    weft_pool_opts o = {.threads = 1, .stack_size = 0, .name = "inline"};
+    CHECK_EQ(weft_pool_create(&p, &o), 0);
+    weft_task *t;
+    CHECK_EQ(weft_spawn(p, spawn_await_own, NULL, &t), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    CHECK_EQ(weft_pool_destroy(p), 0);
+    return (int)I(r);
+}
+
+static int sync_wait_null(void)
+{
+    void *r = OLD;
+    int rc = weft_sync_wait(NULL, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+/* Not on a plain thread: the handle is left for `after_pending`. */
+static int sync_wait_spawned(void)
+{
+    CHECK_EQ(weft_spawn(g_pool, times3, P(7), &g_pending), 0);
+    void *r = OLD;
+    int rc = weft_sync_wait(g_pending, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int task_detach_null(void) { return weft_task_detach(NULL); }
+
+static int schedule_null(void)
+{
+    weft_pool *before = weft_pool_current();
+    int rc = weft_schedule(NULL);
+    CHECK_PTR_EQ(weft_pool_current(), before);
+    return rc;
+}
+
+static int schedule_pool(void) { return weft_schedule(g_pool); }
+
+/* A lazy task on the main thread tries to hop onto a dying pool. */
+static weft_pool *g_dying_pool;
+
+static void *schedule_dying(void *arg)
+{
+    (void)arg;
+    pthread_t me = wt_self();
+    int rc = weft_schedule(g_dying_pool);
+    CHECK(weft_pool_current() == NULL);
+    CHECK(pthread_equal(wt_self(), me));
+    return P(rc);
+}
+
+static int schedule_shutdown(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    g_dying_pool = d.p;
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, schedule_dying, NULL, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    dying_end(&d);
+    return (int)I(r);
+}
+
+static int yield_task(void) { return weft_yield(); }
+
+/* event.h: init and set ignore NULL; is_set says false. */
+
+static int event_init_null(void)
+{
+    weft_event_init(NULL);
+    return 0;
+}
+
+static int event_set_null(void)
+{
+    weft_event_set(NULL);
+    return 0;
+}
+
+static int event_is_set_null(void) { return weft_event_is_set(NULL); }
+
+static int event_wait_null(void) { return weft_event_wait(NULL); }
+
+static int event_wait_for_null(void)
+{
+    return weft_event_wait_for(NULL, MS(1000));
+}
+
+/* ------------------------------------------------------------------ */
+/* The table                                                            */
+
+enum where { PLAIN, CORO, TASK, LAZY };
+
+
+struct row {
+    const char *fn;
+    const char *input;
+    int want;
+    const char *value;   /* how the README shows `want`; NULL: the errno */
+    enum where where;
+    int (*call)(void);
+    void (*after)(void); /* on the main thread afterwards, or NULL */
+};
+
+#define ROW(fn, input, want, where, call) \
+    {#fn, input, want, NULL, where, call, NULL}
+#define ROW_AFTER(fn, input, want, where, call, after) \
+    {#fn, input, want, NULL, where, call, after}
+#define VAL(fn, input, want, value, call) \
+    {#fn, input, want, value, PLAIN, call, NULL}
+
+static const struct row rows[] = {
+    VAL(weft_strerror, "unknown code (4095)", 0, "\"unknown error\"",
+        strerror_unknown),
+    VAL(weft_strerror, "`INT_MIN`", 0, "\"unknown error\"", strerror_int_min),
+
+    ROW(weft_coro_create, "`out` NULL", -EINVAL, PLAIN, coro_create_out_null),
+    ROW(weft_coro_create, "`fn` NULL", -EINVAL, PLAIN, coro_create_fn_null),
+    ROW(weft_coro_create, "stack size over 1 GiB", -EINVAL, PLAIN,
+        coro_create_stack_1g),
+    ROW(weft_coro_create, "stack size `SIZE_MAX`", -EINVAL, PLAIN,
+        coro_create_stack_max),
+    ROW(weft_coro_resume, "NULL", -EINVAL, PLAIN, coro_resume_null),
+    ROW(weft_coro_resume, "a DEAD coroutine", -ESRCH, PLAIN, coro_resume_dead),
+    ROW(weft_coro_resume, "itself (RUNNING)", -EBUSY, CORO,
+        coro_resume_current),
+    ROW(weft_coro_resume, "its resumer (NORMAL)", -EBUSY, CORO,
+        coro_resume_normal),
+    ROW(weft_coro_resume, "a coroutine running on another thread", -EBUSY,
+        PLAIN, coro_resume_elsewhere),
+    ROW(weft_coro_resume, "a task's own coroutine (`weft_coro_current()` in a task)", -EBUSY,
+        TASK, coro_resume_current),
+    ROW(weft_coro_yield, "on a plain thread", -EPERM, PLAIN, coro_yield),
+    ROW(weft_coro_yield, "in a task", -EPERM, TASK, coro_yield),
+    ROW(weft_coro_yield, "in a task on no pool", -EPERM, LAZY, coro_yield),
+    ROW(weft_coro_yield, "again, while being destroyed", -ECANCELED, PLAIN,
+        coro_yield_cancelled),
+    ROW(weft_coro_transfer, "`to` NULL", -EINVAL, CORO, coro_transfer_null),
+    ROW(weft_coro_transfer, "on a plain thread", -EPERM, PLAIN,
+        coro_transfer_suspended),
+    ROW(weft_coro_transfer, "in a task", -EPERM, TASK,
+        coro_transfer_suspended),
+    ROW(weft_coro_transfer, "in a task on no pool", -EPERM, LAZY,
+        coro_transfer_suspended),
+    ROW(weft_coro_transfer, "a DEAD coroutine", -ESRCH, CORO,
+        coro_transfer_dead),
+    ROW(weft_coro_transfer, "itself", -EBUSY, CORO, coro_transfer_self),
+    ROW(weft_coro_transfer, "its resumer (NORMAL)", -EBUSY, CORO,
+        coro_transfer_normal),
+    ROW(weft_coro_transfer, "a coroutine running on another thread", -EBUSY,
+        CORO, coro_transfer_elsewhere),
+    ROW(weft_coro_transfer, "while being destroyed", -ECANCELED, PLAIN,
+        coro_transfer_cancelled),
+    ROW(weft_coro_destroy, "NULL", -EINVAL, PLAIN, coro_destroy_null),
+    ROW(weft_coro_destroy, "itself (RUNNING)", -EBUSY, CORO,
+        coro_destroy_current),
+    ROW(weft_coro_destroy, "its resumer (NORMAL)", -EBUSY, CORO,
+        coro_destroy_normal),
+    ROW(weft_coro_destroy, "a coroutine running on another thread", -EBUSY,
+        PLAIN, coro_destroy_elsewhere),
+    ROW(weft_coro_destroy, "a task's own coroutine (`weft_coro_current()` in a task)", -EBUSY,
+        TASK, coro_destroy_current),
+    VAL(weft_coro_status, "NULL", WEFT_CORO_DEAD, "`WEFT_CORO_DEAD`",
+        coro_status_null),
+    VAL(weft_coro_name, "NULL", 0, "\"\"", coro_name_null),
+
+    ROW(weft_pool_create, "`out` NULL", -EINVAL, PLAIN, pool_create_out_null),
+    ROW(weft_pool_create, "1025 threads", -EINVAL, PLAIN, pool_create_threads),
+    ROW(weft_pool_create, "stack size over 1 GiB", -EINVAL, PLAIN,
+        pool_create_stack),
+    ROW(weft_pool_destroy, "NULL", -EINVAL, PLAIN, pool_destroy_null),
+    ROW(weft_pool_destroy, "its own pool, from one of its tasks", -EDEADLK, TASK, pool_destroy_own),
+    ROW(weft_pool_destroy, "a pool another thread is destroying", -EBUSY,
+        PLAIN, pool_destroy_twice),
+    VAL(weft_pool_threads, "NULL", 0, "0", pool_threads_null),
+
+    ROW(weft_task_create, "`out` NULL", -EINVAL, PLAIN, task_create_out_null),
+    ROW(weft_task_create, "`fn` NULL", -EINVAL, PLAIN, task_create_fn_null),
+    ROW(weft_task_create, "stack size over 1 GiB", -EINVAL, PLAIN,
+        task_create_stack),
+    ROW(weft_spawn, "`pool` NULL", -EINVAL, PLAIN, spawn_pool_null),
+    ROW(weft_spawn, "`fn` NULL", -EINVAL, PLAIN, spawn_fn_null),
+    ROW(weft_spawn, "a pool another thread is destroying", -ESHUTDOWN, PLAIN,
+        spawn_shutdown),
+    ROW(weft_await, "NULL", -EINVAL, TASK, await_null),
+    ROW_AFTER(weft_await, "on a plain thread (handle not consumed)", -EPERM, PLAIN,
+              await_spawned, after_pending),
+    ROW_AFTER(weft_await, "in a coroutine (handle not consumed)", -EPERM, CORO, await_spawned,
+              after_pending),
+    ROW(weft_await, "the calling task's own handle", -EINVAL, PLAIN,
+        await_self_spawned),
+    ROW(weft_await, "the calling lazy task's own handle", -EINVAL, PLAIN,
+        await_self_lazy),
+    ROW(weft_await, "its own handle, run inline by its awaiter",
+        -EINVAL, PLAIN, await_self_inline),
+    ROW(weft_sync_wait, "NULL", -EINVAL, PLAIN, sync_wait_null),
+    ROW_AFTER(weft_sync_wait, "in a task (handle not consumed)", -EDEADLK, TASK,
+              sync_wait_spawned, after_pending),
+    ROW_AFTER(weft_sync_wait, "in a task on no pool (handle not consumed)", -EDEADLK, LAZY,
+              sync_wait_spawned, after_pending),
+    ROW_AFTER(weft_sync_wait, "in a coroutine (handle not consumed)", -EDEADLK, CORO,
+              sync_wait_spawned, after_pending),
+    ROW(weft_task_detach, "NULL", -EINVAL, PLAIN, task_detach_null),
+    ROW(weft_schedule, "NULL", -EINVAL, TASK, schedule_null),
+    ROW(weft_schedule, "on a plain thread", -EPERM, PLAIN, schedule_pool),
+    ROW(weft_schedule, "in a coroutine", -EPERM, CORO, schedule_pool),
+    ROW(weft_schedule, "a pool another thread is destroying", -ESHUTDOWN,
+        PLAIN, schedule_shutdown),
+    ROW(weft_yield, "on a plain thread", -EPERM, PLAIN, yield_task),
+    ROW(weft_yield, "in a coroutine", -EPERM, CORO, yield_task),
+    ROW(weft_yield, "in a task on no pool", -EPERM, LAZY, yield_task),
+
+    VAL(weft_event_init, "NULL", 0, "nothing (ignored)", event_init_null),
+    VAL(weft_event_set, "NULL", 0, "nothing (ignored)", event_set_null),
+    VAL(weft_event_is_set, "NULL", 0, "false", event_is_set_null),
+    ROW(weft_event_wait, "NULL", -EINVAL, PLAIN, event_wait_null),
+    ROW(weft_event_wait_for, "NULL", -EINVAL, PLAIN, event_wait_for_null),
+};
+
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* ------------------------------------------------------------------ */
+/* Running a row in its context                                         */
+
+struct box {
+    int (*call)(void);
+    int rc;
+};
+
+/* The coroutine still works after the refused call: a yield round trip. */
+static void *coro_body(void *arg)
+{
+    struct box *b = arg;
+    b->rc = b->call();
+    void *in = OLD;
+    CHECK_EQ(weft_coro_yield(P(1), &in), 0);
+    CHECK_EQ(I(in), 2);
+    return P(3);
+}
+
+static int in_coro(int (*call)(void))
+{
+    struct box b = {call, 0};
+    weft_coro *co;
+    assert_int_equal(weft_coro_create(&co, coro_body, NULL), 0);
+    void *out = OLD;
+    assert_int_equal(weft_coro_resume(co, &b, &out), 0);
+    assert_int_equal(I(out), 1);
+    assert_int_equal(weft_coro_status(co), WEFT_CORO_SUSPENDED);
+    assert_int_equal(weft_coro_resume(co, P(2), &out), 0);
+    assert_int_equal(I(out), 3);
+    assert_int_equal(weft_coro_status(co), WEFT_CORO_DEAD);
+    assert_int_equal(weft_coro_destroy(co), 0);
+    return b.rc;
+}
+
+/* The task still works: it yields on its pool. */
+static void *task_body(void *arg)
+{
+    struct box *b = arg;
+    b->rc = b->call();
+    CHECK_PTR_EQ(weft_pool_current(), g_pool);
+    CHECK_EQ(weft_yield(), 0);
+    return P(3);
+}
+
+/* A task on no pool still works: it hops onto one. */
+static void *lazy_body(void *arg)
+{
+    struct box *b = arg;
+    CHECK(weft_pool_current() == NULL);
+    b->rc = b->call();
+    CHECK(weft_pool_current() == NULL);
+    CHECK_EQ(weft_schedule(g_pool), 0);
+    CHECK_PTR_EQ(weft_pool_current(), g_pool);
+    return P(3);
+}
+
+static int in_task(int (*call)(void), bool lazy)
+{
+    struct box b = {call, 0};
+    weft_task *t;
+    if (lazy)
+        assert_int_equal(weft_task_create(&t, lazy_body, &b, NULL), 0);
+    else
+        assert_int_equal(weft_spawn(g_pool, task_body, &b, &t), 0);
+    void *r = OLD;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 3);
+    return b.rc;
+}
+
+static void run_row(void **state)
+{
+    const struct row *row = *state;
+    int rc;
+    switch (row->where) {
+    case CORO: rc = in_coro(row->call); break;
+    case TASK: rc = in_task(row->call, false); break;
+    case LAZY: rc = in_task(row->call, true); break;
+    default: rc = row->call(); break;
+    }
+    assert_int_equal(rc, row->want);
+    if (row->after)
+        row->after();
+    WT_CLEAN();
+}
+
+static char names[NROWS][160]; /* "function: input", the case names */
+
+static int row_setup(void **state)
+{
+    const struct row *row = *state;
+    wt_current_case = names[row - rows];
+    atomic_store(&check_failures, 0);
+    signal(SIGALRM, wt_on_alarm);
+    alarm(60);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    g_pool = wt_pool_named(2, "bad");
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    return weft_pool_destroy(g_pool);
+}
+
+static const char *errno_name(int e)
+{
+    switch (-e) {
+    case EINVAL: return "`-EINVAL`";
+    case EPERM: return "`-EPERM`";
+    case EBUSY: return "`-EBUSY`";
+    case ESRCH: return "`-ESRCH`";
+    case EDEADLK: return "`-EDEADLK`";
+    case ECANCELED: return "`-ECANCELED`";
+    case ESHUTDOWN: return "`-ESHUTDOWN`";
+    default: return "?";
+    }
+}
+
+/* The README's table, one line per row. */
+static void print_table(void)
+{
+    printf("| function | invalid input | returns |\n|---|---|---|\n");
+    for (size_t i = 0; i < NROWS; i++)
+        printf("| `%s` | %s | %s |\n", rows[i].fn, rows[i].input,
+               rows[i].value ? rows[i].value : errno_name(rows[i].want));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--table") == 0) {
+        print_table();
+        return 0;
+    }
+    wt_main_init();
+    static struct CMUnitTest tests[NROWS];
+    for (size_t i = 0; i < NROWS; i++) {
+        snprintf(names[i], sizeof names[i], "%s: %s", rows[i].fn,
+                 rows[i].input);
+        tests[i] = (struct CMUnitTest){names[i], run_row, row_setup,
+                                       wt_teardown, (void *)&rows[i]};
+    }
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
