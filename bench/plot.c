@@ -195,17 +195,15 @@ static void scaling_panels(FILE *g, const bench_run *run, double top,
         for (size_t k = 0; k < b->nimpl; k++) {
             fprintf(g, "$s%zu << EOD\n", k);
             for (size_t j = 0; j < run->nthreads; j++) {
-                for (size_t x = 0; x < run->ncells; x++) {
-                    const bench_cell *c = &run->cells[x];
-                    const impl_result *v = &c->impl[k];
+                const bench_cell *c = results_find_cell(run, b->w, run->threads[j]);
+                const impl_result *v = c != NULL ? &c->impl[k] : NULL;
 
-                    if (c->w != b->w || c->p.threads != run->threads[j] ||
-                        v->state != IMPL_OK || v->count == 0 || v->median <= 0 ||
-                        b->impl[k].state != IMPL_OK || b->impl[k].count == 0)
-                        continue;
-                    fprintf(g, "%u %.6g\n", run->threads[j],
-                            b->impl[k].median / v->median);
-                }
+                if (v == NULL || v->state != IMPL_OK || v->count == 0 ||
+                    v->median <= 0 || b->impl[k].state != IMPL_OK ||
+                    b->impl[k].count == 0)
+                    continue;
+                fprintf(g, "%u %.6g\n", run->threads[j],
+                        b->impl[k].median / v->median);
             }
             fputs("EOD\n", g);
         }

@@ -142,16 +142,6 @@ static void print_main_table(const bench_run *run)
     free(rows);
 }
 
-/* The cell of workload w at worker count t, or NULL. */
-static const bench_cell *find_cell(const bench_run *run,
-                                   const bench_workload *w, unsigned t)
-{
-    for (size_t i = 0; i < run->ncells; i++)
-        if (run->cells[i].w == w && run->cells[i].p.threads == t)
-            return &run->cells[i];
-    return NULL;
-}
-
 static void print_scaling_table(const bench_run *run)
 {
     /* Base: the smallest worker count asked for. */
@@ -196,7 +186,7 @@ static void print_scaling_table(const bench_run *run)
                 snprintf(r->col[0], sizeof r->col[0], "%s", b->w->name);
             snprintf(r->col[1], sizeof r->col[1], "%s", bi->name);
             for (size_t j = 0; j < run->nthreads; j++) {
-                const bench_cell *cj = find_cell(run, b->w, run->threads[j]);
+                const bench_cell *cj = results_find_cell(run, b->w, run->threads[j]);
                 const impl_result *x = cj != NULL ? &cj->impl[k] : NULL;
                 char v[16];
 

@@ -68,3 +68,12 @@ double results_ratio(const bench_cell *c, size_t k)
         return -1.0;
     return r->median / weft->median;
 }
+
+const bench_cell *results_find_cell(const bench_run *run,
+                                    const bench_workload *w, unsigned threads)
+{
+    for (size_t i = 0; i < run->ncells; i++)
+        if (run->cells[i].w == w && run->cells[i].p.threads == threads)
+            return &run->cells[i];
+    return NULL;
+}

@@ -73,6 +73,10 @@ void results_summarise(bench_run *run);
  * side has no figure. */
 double results_ratio(const bench_cell *c, size_t k);
 
+/* The cell of workload w at `threads` workers, or NULL. */
+const bench_cell *results_find_cell(const bench_run *run,
+                                    const bench_workload *w, unsigned threads);
+
 /* Facts about the machine and the build (machine.c). */
 typedef struct bench_machine {
     char cpu[128];      /* model name */

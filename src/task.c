@@ -477,15 +477,23 @@ void weft__task_run(struct weft_task *t)
     }
 }
 
-void weft__task_suspend(weft__ctx_action action, void *arg)
+/* Leave the running task for `to` (a context with a saved frame), running
+ * action(arg) on to's stack once the task's own frame is saved. */
+static void switch_ontop(struct weft__thread *th, struct weft_coro *to,
+                         weft__ctx_action action, void *arg)
 {
-    struct weft__thread *th = weft__tls_fresh();
     struct weft_coro *self = th->current;
     if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
         weft__coro_overflow(self, true);
-    th->current = &th->root;
-    weft__san_switch(&th->root);
-    weft__ctx_jump_ontop(&self->sp, th->root.sp, NULL, NULL, action, arg);
+    th->current = to;
+    weft__san_switch(to);
+    weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
+}
+
+void weft__task_suspend(weft__ctx_action action, void *arg)
+{
+    struct weft__thread *th = weft__tls_fresh();
+    switch_ontop(th, &th->root, action, arg);
 }
 
 /* The thread's home for "switch straight to the continuation". */
@@ -934,14 +942,8 @@ WEFT_EXPORT int weft_yield(void)
         weft__task_suspend(yield_action, self);
         return 0;
     }
-    struct weft__thread *th = weft__tls_fresh();
-    if ((self->co.flags & WEFT__CORO_CANARY) &&
-        !weft__stack_intact(&self->co.stack))
-        weft__coro_overflow(&self->co, true);
-    th->current = &next->co; /* a yielded task has its context already */
-    weft__san_switch(&next->co);
-    weft__ctx_jump_ontop(&self->co.sp, next->co.sp, NULL, NULL, yield_action,
-                         self);
+    /* A yielded task has its context already. */
+    switch_ontop(weft__tls_fresh(), &next->co, yield_action, self);
     return 0;
 }
 
