@@ -31,6 +31,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 
 #define WEFT_EXPORT __attribute__((visibility("default"), noinline))
@@ -38,7 +39,7 @@
 #define SET ((uintptr_t)1)
 #define SETTING ((uintptr_t)2)
 
-enum { PENDING, GOT_SET, TIMEDOUT };
+enum { PENDING, GOT_SET, TIMEDOUT, CANCELED };
 
 struct waiter {
     struct waiter *next;
@@ -199,6 +200,7 @@ static int wait_thread(weft_event *ev, uint64_t deadline)
 
 struct task_wait {
     struct weft__timer timer;    /* first: the timer callback casts back */
+    struct weft__wait cancel;    /* the task's current wait, for cancel  */
     struct waiter w;
     weft_event *ev;
     struct weft__timers *timers; /* where the timer was armed, or NULL   */
@@ -216,6 +218,20 @@ static void timer_fired(struct weft__timer *tm)
      * touch its record. */
     if (atomic_compare_exchange_strong_explicit(
             &tw->w.outcome, &pending, TIMEDOUT, memory_order_acq_rel,
+            memory_order_acquire))
+        weft__task_wake(tw->w.task);
+}
+
+/* weft_task_cancel, under the task's wait_lock (which the waiter takes
+ * before it returns): the outcome CAS races the set and the timer like
+ * theirs do. */
+static void cancel_fired(struct weft__wait *cw)
+{
+    struct task_wait *tw =
+        (struct task_wait *)((char *)cw - offsetof(struct task_wait, cancel));
+    uint32_t pending = PENDING;
+    if (atomic_compare_exchange_strong_explicit(
+            &tw->w.outcome, &pending, CANCELED, memory_order_acq_rel,
             memory_order_acquire))
         weft__task_wake(tw->w.task);
 }
@@ -276,9 +292,13 @@ static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
     tw.w.parker = NULL;
     atomic_init(&tw.w.outcome, PENDING);
     atomic_init(&tw.w.released, 0);
+    if (weft__wait_init(&tw.cancel, 0))
+        return -ECANCELED;
+    tw.cancel.cancel = cancel_fired;
 
     weft__task_suspend(register_action, &tw);
     if (tw.set_seen) {
+        weft__wait_leave(&tw.cancel);
         await_set(ev);
         return 0;
     }
@@ -288,17 +308,21 @@ static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
 
     if (tw.timers)
         weft__timers_remove(tw.timers, &tw.timer); /* fire() is over */
+    weft__wait_leave(&tw.cancel);                 /* cancel_fired too  */
+    uint32_t outcome =
+        atomic_load_explicit(&tw.w.outcome, memory_order_relaxed);
     bool listed = true;
-    if (atomic_load_explicit(&tw.w.outcome, memory_order_relaxed) ==
-        TIMEDOUT) {
+    if (outcome == TIMEDOUT || outcome == CANCELED) {
         ev_lock(ev);
         listed = !unlink_waiter(ev, &tw.w);
         ev_unlock(ev);
     }
     if (listed)
         await_released(&tw.w);
-    if (atomic_load_explicit(&tw.w.outcome, memory_order_relaxed) == GOT_SET)
+    if (outcome == GOT_SET)
         return 0;
+    if (outcome == CANCELED)
+        return -ECANCELED;
     return tw.no_timer ? -ENOMEM : -ETIMEDOUT;
 }
 

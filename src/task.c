@@ -257,6 +257,9 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->link = NULL;
     t->spawned_on = NULL;
     t->inlined = NULL;
+    atomic_init(&t->cancelled, 0);
+    atomic_init(&t->wait_lock.held, false);
+    t->cur_wait = NULL;
     t->started = false;
     t->lazy = false;
     return t;
@@ -635,7 +638,34 @@ static void *park_action(void *arg, void *val)
 struct await_args {
     struct weft_task *self;
     struct weft_task *t;
+    struct weft__wait *w;
 };
+
+/*
+ * Await vs cancel.  weft_task_cancel stores the flag, then (under the
+ * awaiter's wait_lock) cancel_await CASes the awaiter out of t's waiter
+ * slot.  A cancel that comes before the awaiter is in the slot finds
+ * nothing to take back, so the awaiter, once in the slot, reads the flag
+ * and takes itself back.  Both sides are seq_cst (flag store, slot CAS;
+ * slot write, flag load): in the single total order, if cancel's CAS read
+ * the slot empty, the awaiter's later write precedes its flag load, which
+ * then sees the flag.  Whoever takes the slot back (one CAS wins) decides
+ * CANCELED; the completer's exchange that finds the slot empty wakes
+ * nobody.
+ */
+static bool take_back_if_cancelled(struct await_args *a)
+{
+    if (!atomic_load_explicit(&a->self->cancelled, memory_order_seq_cst))
+        return false;
+    uintptr_t me = (uintptr_t)a->self;
+    if (!atomic_compare_exchange_strong_explicit(&a->t->waiter, &me, 0,
+                                                 memory_order_seq_cst,
+                                                 memory_order_acquire))
+        return false; /* t ended, or cancel_await took it */
+    atomic_store_explicit(&a->w->outcome, WEFT__W_CANCELED,
+                          memory_order_release);
+    return true;
+}
 
 static void *await_action(void *arg, void *val)
 {
@@ -643,11 +673,12 @@ static void *await_action(void *arg, void *val)
     struct await_args *a = arg;
     uintptr_t none = 0;
     if (atomic_compare_exchange_strong_explicit(
-            &a->t->waiter, &none, (uintptr_t)a->self, memory_order_acq_rel,
-            memory_order_acquire))
+            &a->t->waiter, &none, (uintptr_t)a->self, memory_order_seq_cst,
+            memory_order_acquire) &&
+        !take_back_if_cancelled(a))
         return weft__task_park(a->self);
-    /* It ended while we switched out: continue at once (a stray NOTIFIED
-     * is answered by running). */
+    /* It ended while we switched out, or we were cancelled: continue at
+     * once (a stray NOTIFIED is answered by running). */
     atomic_fetch_and_explicit(&a->self->state, ~(uint64_t)WEFT__T_NOTIFIED,
                               memory_order_relaxed);
     return a->self;
@@ -713,7 +744,21 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
 /* Start a lazy task on this thread by symmetric transfer; it inherits our
  * home and comes back to us when it ends.  Returns 0 once it has, or
  * -ENOMEM, with t untouched, if it could get no stack. */
-static int start_lazy(struct weft_task *self, struct weft_task *t)
+static void *lazy_park_action(void *arg, void *val)
+{
+    (void)val;
+    /* Copied first: `a` is on the awaiter's stack, which a cancel may
+     * resume as soon as it is parked.  a.w is written only by the winner
+     * of the slot, and while we hold the slot nobody else resumes it. */
+    struct await_args a = *(struct await_args *)arg;
+    weft__task_park(a.self); /* t runs on, so we cannot continue here */
+    if (take_back_if_cancelled(&a))
+        weft__task_wake(a.self);
+    return NULL;
+}
+
+static int start_lazy(struct weft_task *self, struct weft_task *t,
+                      struct weft__wait *w)
 {
     int err = prepare(t, self->pool);
     if (err)
@@ -723,7 +768,8 @@ static int start_lazy(struct weft_task *self, struct weft_task *t)
     t->driver = self->driver;
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
-    atomic_store_explicit(&t->waiter, (uintptr_t)self, memory_order_relaxed);
+    /* seq_cst: see take_back_if_cancelled. */
+    atomic_store_explicit(&t->waiter, (uintptr_t)self, memory_order_seq_cst);
     atomic_store_explicit(&t->state,
                           (atomic_load_explicit(&t->state,
                                                 memory_order_relaxed) &
@@ -734,8 +780,24 @@ static int start_lazy(struct weft_task *self, struct weft_task *t)
     th->current = &t->co;
     weft__san_switch(&t->co);
     /* We park on t's stack, after our save; t ends by resuming us. */
-    weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, park_action, self);
+    struct await_args a = {self, t, w};
+    weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, lazy_park_action,
+                         &a);
     return 0;
+}
+
+/* Cancelling an await (under self's wait_lock): take our claim back from
+ * t's waiter slot.  If the completer's exchange came first it resumes us
+ * (and t's result is there to take); else we are woken as cancelled. */
+static void cancel_await(struct weft__wait *w)
+{
+    struct weft_task *t = (struct weft_task *)w->data;
+    uintptr_t self = (uintptr_t)w->task;
+    if (!atomic_compare_exchange_strong_explicit(
+            &t->waiter, &self, 0, memory_order_seq_cst, memory_order_acquire))
+        return;
+    atomic_store_explicit(&w->outcome, WEFT__W_CANCELED, memory_order_release);
+    weft__wait_resume(w);
 }
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
@@ -752,20 +814,74 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
 
     if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
+        if (!t->lazy && try_inline(self, t)) {
+            consume(t, result);
+            return 0;
+        }
+        /* A blocking point: cancellable from here on. */
+        struct weft__wait w;
+        if (weft__wait_init(&w, 0))
+            return -ECANCELED;
+        w.cancel = cancel_await;
+        w.data = (uintptr_t)t;
         if (t->lazy) {
-            int err = start_lazy(self, t);
-            if (err)
+            int err = start_lazy(self, t, &w);
+            if (err) {
+                weft__wait_leave(&w);
                 return err;
-        } else if (!try_inline(self, t)) {
-            struct await_args a = {self, t};
+            }
+        } else {
+            struct await_args a = {self, t, &w};
             weft__task_suspend(await_action, &a);
         }
         /* Resumed for another reason than t's end?  Wait on. */
         while (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
-               WEFT__WAITER_DONE)
+                   WEFT__WAITER_DONE &&
+               atomic_load_explicit(&w.outcome, memory_order_acquire) ==
+                   WEFT__W_PENDING)
             weft__task_suspend(park_action, weft__task_current());
+        weft__wait_leave(&w); /* a cancel_await is over */
+        if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+            WEFT__WAITER_DONE)
+            return -ECANCELED; /* t not consumed: await it again later */
     }
     consume(t, result);
+    return 0;
+}
+
+WEFT_EXPORT int weft_await_all(weft_task **ts, size_t n, void **results)
+{
+    if (!ts && n)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!ts[i])
+            return -EINVAL;
+    if (n && !weft__task_current())
+        return -EPERM;
+    for (size_t i = 0; i < n; i++) {
+        int err = weft_await(ts[i], results ? &results[i] : NULL);
+        if (err)
+            return err; /* ts[i..] are not consumed */
+        ts[i] = NULL;
+    }
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_cancel(weft_task *t)
+{
+    if (!t)
+        return -EINVAL;
+    if (lifecycle(atomic_load_explicit(&t->state, memory_order_acquire)) ==
+        WEFT__T_COMPLETE)
+        return 0;
+    /* seq_cst: against an await entering t's waiter slot (see
+     * take_back_if_cancelled); other blocking points read the flag under
+     * wait_lock (wait.c). */
+    atomic_store_explicit(&t->cancelled, 1, memory_order_seq_cst);
+    weft__spin_lock(&t->wait_lock);
+    if (t->cur_wait)
+        weft__wait_cancel(t->cur_wait);
+    weft__spin_unlock(&t->wait_lock);
     return 0;
 }
 

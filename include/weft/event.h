@@ -44,13 +44,14 @@ WEFT_API bool weft_event_is_set(const weft_event *ev);
  * weft_event_wait - wait until it is set.  In a task: parks the task.  On
  * a plain thread: blocks the thread.  In a standalone coroutine (not a
  * task): blocks the thread it runs on.
- * Returns 0, -EINVAL (NULL).
+ * Returns 0, -EINVAL (NULL), -ECANCELED (in a task that was cancelled
+ * before or while it waited; weft_task_cancel).
  */
 WEFT_API int weft_event_wait(weft_event *ev);
 
 /* weft_event_wait_for - as weft_event_wait, for at most timeout_ns.
- * Returns 0 (set), -ETIMEDOUT, -EINVAL (NULL), -ENOMEM (in a task: no
- * memory to arm its timer; it did not wait). */
+ * Returns 0 (set), -ETIMEDOUT, -EINVAL (NULL), -ECANCELED, -ENOMEM (in a
+ * task: no memory to arm its timer; it did not wait). */
 WEFT_API int weft_event_wait_for(weft_event *ev, uint64_t timeout_ns);
 
 #ifdef __cplusplus

@@ -57,9 +57,33 @@ WEFT_API int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
  * switches straight to it.  *result (may be NULL) gets fn's return value.
  * Returns 0, -EINVAL (t NULL or t is the calling task), -EPERM (not in a
  * task; t is not consumed), -ENOMEM (t is lazy and no stack could be had
- * to start it: t is not consumed and may be awaited again).
+ * to start it: t is not consumed and may be awaited again), -ECANCELED
+ * (the calling task was cancelled, before or while it waited: t is not
+ * consumed; it runs on and may be awaited again).
  */
 WEFT_API int weft_await(weft_task *t, void **result);
+
+/*
+ * weft_await_all - in a task: weft_await each of ts[0..n-1] in order;
+ * results (may be NULL) gets their return values.  Each handle consumed is
+ * set to NULL in ts, so after an error the ones left are those not NULL.
+ * Returns 0, -EINVAL (ts NULL with n > 0, or a NULL handle: nothing
+ * consumed), -EPERM (not in a task), or the first weft_await error
+ * (-ECANCELED, -ENOMEM).
+ */
+WEFT_API int weft_await_all(weft_task **ts, size_t n, void **results);
+
+/*
+ * weft_task_cancel - cancel t: its current blocking point, and every later
+ * one (weft_sleep, weft_await, the event, sync, channel and I/O waits,
+ * weft_blocking), returns -ECANCELED at once.  What t does then is up to
+ * its body; the handle is still to be awaited (or detached).  Cancelling
+ * a task that has ended does nothing.  Any context; the flag stays set.
+ * A task whose body runs inline on its awaiter's stack (weft_await's fast
+ * path) blocks as its awaiter: cancel the awaiter to reach it.
+ * Returns 0, -EINVAL (NULL).
+ */
+WEFT_API int weft_task_cancel(weft_task *t);
 
 /*
  * weft_sync_wait - block a plain thread until t ends; consumes t.  A lazy t

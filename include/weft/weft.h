@@ -7,5 +7,6 @@
 #include <weft/pool.h>
 #include <weft/task.h>
 #include <weft/event.h>
+#include <weft/timer.h>
 
 #endif /* WEFT_WEFT_H */

@@ -20,6 +20,7 @@
 #include "runq.h"
 #include "spinlock.h"
 #include "timer.h"
+#include "wait.h"
 
 /* ---------------------------------------------------------------- tasks */
 
@@ -80,6 +81,12 @@ struct weft_task {
     /* The task whose body runs inline on this task's stack now (the
      * innermost, see task.c), or NULL: the calling task, to weft_await. */
     struct weft_task *inlined;
+    /* Cancellation (wait.c): the flag stays set once cancelled; the
+     * current wait is the record weft_task_cancel decides, under the
+     * lock. */
+    _Atomic uint32_t cancelled;
+    weft__spinlock wait_lock;
+    struct weft__wait *cur_wait;
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */

@@ -9,8 +9,8 @@
  * disarm safely: after weft__timers_remove returns, fire() is not running
  * and will not run, so the timer's memory may be reused.
  */
-#ifndef WEFT_TIMER_H
-#define WEFT_TIMER_H
+#ifndef WEFT_SCHED_TIMER_H
+#define WEFT_SCHED_TIMER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,4 +50,4 @@ static inline uint64_t weft__timers_next(struct weft__timers *ts)
     return atomic_load_explicit(&ts->next, memory_order_acquire);
 }
 
-#endif /* WEFT_TIMER_H */
+#endif /* WEFT_SCHED_TIMER_H */

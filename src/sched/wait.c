@@ -1,0 +1,184 @@
+/*
+ * wait.c — one blocking wait (wait.h): parking, its timer, cancellation.
+ *
+ * Why each wait gets exactly one wake, and no wake is lost:
+ *   - The outcome leaves PENDING once (CAS); only the party whose CAS won
+ *     wakes the waiter.  A task is woken with weft__task_wake, which works
+ *     in every state the waiter can be in: IDLE (parked: it is queued),
+ *     RUNNING (not yet switched out: NOTIFIED, and its park requeues it).
+ *   - The waiter blocks in a loop on "outcome == PENDING", so a stray
+ *     resume (none is known, but the loop costs one load) cannot end a
+ *     wait early.
+ *
+ * Cancellation (weft_task_cancel, task.c): sets the task's `cancelled`
+ * flag, then under the task's wait_lock decides CANCELED for its current
+ * wait, if any.  weft__wait_init reads the flag after making the record
+ * current under the same lock: either cancel finds the record, or init
+ * finds the flag.  The flag stays set, so every later blocking point of
+ * the task returns -ECANCELED at once (like Go's context, unlike Java's
+ * interrupt that is cleared when reported).
+ */
+#include "wait.h"
+
+#include "runtime.h"
+
+#include <errno.h>
+
+uint64_t weft__deadline_after(uint64_t ns)
+{
+    uint64_t now = weft__now_ns();
+    uint64_t d = now + ns;
+    return d < now || d == UINT64_MAX ? UINT64_MAX - 1 : d;
+}
+
+bool weft__cancelled(void)
+{
+    struct weft_task *self = weft__task_current();
+    return self && atomic_load_explicit(&self->cancelled, memory_order_acquire);
+}
+
+int weft__wait_init(struct weft__wait *w, uint64_t deadline)
+{
+    struct weft_task *self = weft__task_current();
+    w->task = self;
+    w->deadline = deadline;
+    w->timers = NULL;
+    w->nomem = false;
+    w->next = w->prev = NULL;
+    w->listed = false;
+    w->value = NULL;
+    w->data = 0;
+    w->cancel = NULL;
+    atomic_init(&w->outcome, WEFT__W_PENDING);
+    if (!self) {
+        weft__parker_init(&w->parker);
+        return 0;
+    }
+    weft__spin_lock(&self->wait_lock);
+    /* Acquire-free: the lock orders us against weft_task_cancel. */
+    bool cancelled =
+        atomic_load_explicit(&self->cancelled, memory_order_relaxed);
+    if (!cancelled)
+        self->cur_wait = w;
+    weft__spin_unlock(&self->wait_lock);
+    return cancelled ? -ECANCELED : 0;
+}
+
+void weft__wait_resume(struct weft__wait *w)
+{
+    if (w->task)
+        weft__task_wake(w->task);
+    else
+        weft__parker_unpark(&w->parker);
+}
+
+static bool decide(struct weft__wait *w, uint32_t outcome)
+{
+    uint32_t pending = WEFT__W_PENDING;
+    /* acq_rel: the winner's earlier writes (a handed-over value) are seen
+     * by the waiter, which reads the outcome with acquire. */
+    if (!atomic_compare_exchange_strong_explicit(&w->outcome, &pending,
+                                                 outcome, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return false;
+    weft__wait_resume(w);
+    return true;
+}
+
+bool weft__wait_wake(struct weft__wait *w)
+{
+    return decide(w, WEFT__W_WOKEN);
+}
+
+/* Under the timers' lock: the waiter cannot disarm and return meanwhile. */
+static void timer_fired(struct weft__timer *tm)
+{
+    decide((struct weft__wait *)tm, WEFT__W_TIMEDOUT);
+}
+
+/* Called by weft_task_cancel under t->wait_lock. */
+void weft__wait_cancel(struct weft__wait *w)
+{
+    if (w->cancel)
+        w->cancel(w);
+    else
+        decide(w, WEFT__W_CANCELED);
+}
+
+static void arm_timer(struct weft__wait *w)
+{
+    struct weft_task *t = w->task;
+    struct weft__timers *ts = t->pool ? &t->pool->timers : &t->driver->timers;
+    w->timer.deadline = w->deadline;
+    w->timer.fire = timer_fired;
+    w->timer.index = SIZE_MAX;
+    int r = weft__timers_add(ts, &w->timer);
+    if (r < 0) {
+        /* No memory for the timer: end the wait as a timeout would (unless
+         * something came first) and report -ENOMEM. */
+        w->nomem = true;
+        decide(w, WEFT__W_TIMEDOUT);
+        return;
+    }
+    w->timers = ts;
+    if (r == 1 && t->pool)
+        weft__pool_kick(t->pool);
+}
+
+static void *park_action(void *arg, void *val)
+{
+    (void)val;
+    return weft__task_park(arg);
+}
+
+uint32_t weft__wait_block(struct weft__wait *w)
+{
+    struct weft_task *self = w->task;
+    if (!self) {
+        /* Exactly one unpark comes per wait, from the party that decides
+         * the outcome (ourselves at the deadline, if our CAS wins); block
+         * until it is consumed, so the parker is not touched after we
+         * return (parker.h). */
+        uint64_t deadline = w->deadline;
+        while (!weft__parker_park(&w->parker, deadline)) {
+            decide(w, WEFT__W_TIMEDOUT);
+            deadline = 0;
+        }
+        weft__parker_fini(&w->parker);
+        return atomic_load_explicit(&w->outcome, memory_order_acquire);
+    }
+
+    /* The task's home does not change while it waits, so the timer goes
+     * on the timers its home's scheduler runs. */
+    if (w->deadline)
+        arm_timer(w);
+    while (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
+           WEFT__W_PENDING)
+        weft__task_suspend(park_action, self);
+    if (w->timers)
+        weft__timers_remove(w->timers, &w->timer); /* fire() is over */
+    weft__wait_leave(w);
+    return atomic_load_explicit(&w->outcome, memory_order_acquire);
+}
+
+void weft__wait_leave(struct weft__wait *w)
+{
+    struct weft_task *self = w->task;
+    if (!self)
+        return;
+    weft__spin_lock(&self->wait_lock);
+    self->cur_wait = NULL; /* a cancel is over with this record */
+    weft__spin_unlock(&self->wait_lock);
+}
+
+int weft__wait_error(const struct weft__wait *w, uint32_t outcome)
+{
+    switch (outcome) {
+    case WEFT__W_WOKEN:
+        return 0;
+    case WEFT__W_CANCELED:
+        return -ECANCELED;
+    default:
+        return w->nomem ? -ENOMEM : -ETIMEDOUT;
+    }
+}

@@ -1,0 +1,116 @@
+/*
+ * wait.h — one blocking wait of a task or a plain thread (internal): the
+ * building block of sleep, the sync primitives, the channel, socket I/O,
+ * blocking offload and cancellation.
+ *
+ * A wait record lives on the waiter's stack.  Its outcome starts PENDING
+ * and is decided exactly once, by compare-exchange, by whichever comes
+ * first: a waker (WOKEN), its timer (TIMEDOUT), weft_task_cancel
+ * (CANCELED).  The winner, and only the winner, wakes the waiter, so every
+ * wait gets exactly one wake.
+ *
+ * Lifetime rule (what lets the record live on the waiter's stack): every
+ * party that may touch a record does so under a lock that the waiter also
+ * takes before weft__wait_block's caller returns:
+ *   - a primitive's waker: the primitive's own lock, which the waiter
+ *     retakes after weft__wait_block to unlink itself (a waker unlinks the
+ *     records it wakes; the waiter unlinks its own if it was not woken);
+ *   - the timer: the timers' lock (weft__wait_block disarms before it
+ *     returns, and after weft__timers_remove the callback is not running);
+ *   - cancellation: the task's wait_lock (weft__wait_block clears the
+ *     task's current wait under it before returning).
+ *
+ * Publish after save: a task may be linked where wakers find it *before*
+ * it switches out.  A wake that lands while it is still RUNNING sets
+ * NOTIFIED and the park in weft__wait_block requeues it (runtime.h), so
+ * nothing is lost and nothing runs twice; the waker never resumes the
+ * context itself.
+ */
+#ifndef WEFT_WAIT_H
+#define WEFT_WAIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "parker.h"
+#include "timer.h"
+
+struct weft_task;
+
+enum {
+    WEFT__W_PENDING = 0,
+    WEFT__W_WOKEN = 1,
+    WEFT__W_TIMEDOUT = 2,
+    WEFT__W_CANCELED = 3,
+};
+
+struct weft__wait {
+    struct weft__timer timer;        /* first: the callback casts back     */
+    _Atomic uint32_t outcome;        /* WEFT__W_*                           */
+    struct weft_task *task;          /* the waiting task, or NULL: thread  */
+    struct weft__parker parker;      /* a waiting thread's                  */
+    uint64_t deadline;               /* absolute ns, 0: none                */
+    struct weft__timers *timers;     /* where the timer is armed, or NULL  */
+    bool nomem;                      /* no memory to arm the timer          */
+    /* For the primitive that lists the record (under its lock). */
+    struct weft__wait *next, *prev;
+    bool listed;
+    void *value;                     /* a value handed over (channels)     */
+    uintptr_t data;                  /* the primitive's own use            */
+    /* Cancellation of a wait that is not a listed record (await): called
+     * under the task's wait_lock instead of the outcome CAS; NULL for the
+     * usual one. */
+    void (*cancel)(struct weft__wait *w);
+};
+
+/*
+ * weft__wait_init - set up a wait by the calling task (or plain thread)
+ * that ends at `deadline` (absolute CLOCK_MONOTONIC ns; 0: never).
+ * Returns 0, or -ECANCELED if the calling task has been cancelled (then
+ * nothing was set up: return the error, touching nothing).  On 0 the
+ * record is the task's current wait, visible to weft_task_cancel, and
+ * weft__wait_block must follow.
+ */
+int weft__wait_init(struct weft__wait *w, uint64_t deadline);
+
+/*
+ * weft__wait_block - park (a task) or block (a thread) until the outcome
+ * is decided; then disarm the timer and stop being the task's current
+ * wait.  Returns the outcome (never PENDING).  The caller next retakes its
+ * primitive's lock and unlinks the record if it is still listed.
+ * -ENOMEM is reported by setting nomem (outcome TIMEDOUT) when the timer
+ * could not be armed.
+ */
+uint32_t weft__wait_block(struct weft__wait *w);
+
+/* For a wait that does not block through weft__wait_block (await, the
+ * event): stop being the task's current wait, once woken. */
+void weft__wait_leave(struct weft__wait *w);
+
+/*
+ * weft__wait_wake - decide the outcome WOKEN and wake the waiter; false if
+ * another outcome was decided first (then do nothing more with it: its
+ * waiter unlinks itself).  Call under the lock the waiter retakes.
+ */
+bool weft__wait_wake(struct weft__wait *w);
+
+/* Deadline for a relative timeout: now + ns, saturating below UINT64_MAX. */
+uint64_t weft__deadline_after(uint64_t ns);
+
+/* The error for a wait that did not end WOKEN: -ETIMEDOUT, -ECANCELED or
+ * -ENOMEM. */
+int weft__wait_error(const struct weft__wait *w, uint32_t outcome);
+
+/* Whether the calling task has been cancelled (false on a plain thread). */
+bool weft__cancelled(void);
+
+/* weft_task_cancel's step, under the task's wait_lock: decide CANCELED
+ * (or run the record's own cancel hook). */
+void weft__wait_cancel(struct weft__wait *w);
+
+/* Wake a waiting task from a wait callback (timer, cancel hook).  The
+ * outcome must already be decided by the caller. */
+void weft__wait_resume(struct weft__wait *w);
+
+#endif /* WEFT_WAIT_H */

@@ -1,0 +1,36 @@
+/*
+ * sleep.c — weft_sleep: a wait (sched/wait.h) that only its timer or a
+ * cancel ends.
+ */
+#include <weft/timer.h>
+
+#include "runtime.h"
+
+#include <errno.h>
+#include <time.h>
+
+#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
+
+static void sleep_thread(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+WEFT_EXPORT int weft_sleep(uint64_t ns)
+{
+    if (!weft__task_current()) {
+        sleep_thread(ns);
+        return 0;
+    }
+    if (ns == 0)
+        return weft__cancelled() ? -ECANCELED : 0;
+    struct weft__wait w;
+    if (weft__wait_init(&w, weft__deadline_after(ns)))
+        return -ECANCELED;
+    uint32_t outcome = weft__wait_block(&w);
+    return outcome == WEFT__W_TIMEDOUT && !w.nomem ? 0
+                                                    : weft__wait_error(&w, outcome);
+}
