@@ -292,9 +292,8 @@ static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
     tw.w.parker = NULL;
     atomic_init(&tw.w.outcome, PENDING);
     atomic_init(&tw.w.released, 0);
-    if (weft__wait_init(&tw.cancel, 0))
+    if (weft__wait_init_hook(&tw.cancel, 0, cancel_fired, 0))
         return -ECANCELED;
-    tw.cancel.cancel = cancel_fired;
 
     weft__task_suspend(register_action, &tw);
     if (tw.set_seen) {

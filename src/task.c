@@ -820,10 +820,8 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
         }
         /* A blocking point: cancellable from here on. */
         struct weft__wait w;
-        if (weft__wait_init(&w, 0))
+        if (weft__wait_init_hook(&w, 0, cancel_await, (uintptr_t)t))
             return -ECANCELED;
-        w.cancel = cancel_await;
-        w.data = (uintptr_t)t;
         if (t->lazy) {
             int err = start_lazy(self, t, &w);
             if (err) {

@@ -39,6 +39,12 @@ bool weft__cancelled(void)
 
 int weft__wait_init(struct weft__wait *w, uint64_t deadline)
 {
+    return weft__wait_init_hook(w, deadline, NULL, 0);
+}
+
+int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
+                         void (*cancel)(struct weft__wait *w), uintptr_t data)
+{
     struct weft_task *self = weft__task_current();
     w->task = self;
     w->deadline = deadline;
@@ -47,8 +53,10 @@ int weft__wait_init(struct weft__wait *w, uint64_t deadline)
     w->next = w->prev = NULL;
     w->listed = false;
     w->value = NULL;
-    w->data = 0;
-    w->cancel = NULL;
+    /* Set before the record is published (under wait_lock below): a
+     * cancel reads them. */
+    w->data = data;
+    w->cancel = cancel;
     atomic_init(&w->outcome, WEFT__W_PENDING);
     if (!self) {
         weft__parker_init(&w->parker);

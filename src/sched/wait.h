@@ -58,9 +58,9 @@ struct weft__wait {
     bool listed;
     void *value;                     /* a value handed over (channels)     */
     uintptr_t data;                  /* the primitive's own use            */
-    /* Cancellation of a wait that is not a listed record (await): called
-     * under the task's wait_lock instead of the outcome CAS; NULL for the
-     * usual one. */
+    /* Cancellation of a wait that is not a listed record (await, event):
+     * called under the task's wait_lock instead of the outcome CAS; NULL
+     * for the usual one.  Set by weft__wait_init_hook. */
     void (*cancel)(struct weft__wait *w);
 };
 
@@ -73,6 +73,12 @@ struct weft__wait {
  * weft__wait_block must follow.
  */
 int weft__wait_init(struct weft__wait *w, uint64_t deadline);
+
+/* The same, for a wait whose cancellation is its own (the await, the
+ * event): weft_task_cancel calls cancel(w) instead of deciding CANCELED;
+ * data is for it. */
+int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
+                         void (*cancel)(struct weft__wait *w), uintptr_t data);
 
 /*
  * weft__wait_block - park (a task) or block (a thread) until the outcome
