@@ -133,6 +133,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     char *top = (char *)weft__stack_top(&stack) - (stagger++ % 8) * 64;
     struct weft_coro *co = (struct weft_coro *)(top - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
+    weft__san_fiber_new(&co->san, &stack);
 
     /* Every field is set here: no memset on the create path. */
     co->resumer = NULL;
@@ -147,7 +148,6 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
         co->name_buf[n] = '\0';
         co->name = co->name_buf;
     }
-    weft__san_fiber_new(&co->san, &stack);
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast

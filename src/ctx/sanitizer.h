@@ -1,6 +1,6 @@
 /*
- * sanitizer.h — telling AddressSanitizer and ThreadSanitizer about context
- * switches (internal).
+ * sanitizer.h — telling AddressSanitizer, ThreadSanitizer and Valgrind
+ * about context switches (internal).
  *
  * Both tools assume a thread runs on one stack.  ASan keeps the bounds of
  * that stack (to describe addresses, and to unpoison what a noreturn call
@@ -88,20 +88,31 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save,
 void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #endif
 
-/* A new context, about to be made on stack s. */
+#ifdef WEFT_VALGRIND
+#include <valgrind/memcheck.h>
+#endif
+
+/* A new context, about to be made on stack s: before anything is written
+ * to that stack. */
 static inline void weft__san_fiber_new(struct weft__san_fiber *f,
                                        const weft__stack *s)
 {
+#ifdef WEFT_VALGRIND
+    /* Memcheck marked what the last context on this stack popped as
+     * unaddressable.  Defined is right for the whole stack: frames pushed
+     * from now on are marked undefined as the stack pointer moves down. */
+    VALGRIND_MAKE_MEM_DEFINED(weft__stack_low(s), weft__stack_usable(s));
+#endif
 #ifdef WEFT_TSAN
     f->tsan = __tsan_create_fiber(0);
 #endif
 #ifdef WEFT_ASAN
+    /* The stack may come from a context that died on it: the frames it
+     * never returned from left their redzones poisoned. */
+    __asan_unpoison_memory_region(weft__stack_low(s), weft__stack_usable(s));
     f->fake_stack = NULL;
     f->bottom = weft__stack_low(s);
     f->size = weft__stack_usable(s);
-    /* The stack may come from a context that died on it: the frames it
-     * never returned from left their redzones poisoned. */
-    __asan_unpoison_memory_region(f->bottom, f->size);
 #endif
     (void)f;
     (void)s;
