@@ -156,7 +156,7 @@ static inline void weft__san_fiber_gone(struct weft__san_fiber *f)
  * jumps.  TSan's instrumentation pops a function's frame from the shadow
  * stack of the fiber current at its return: a helper that switched fibers
  * and then returned would pop the destination's shadow stack instead of its
- * own (clang 14 did not inline them, and every test crashed in TSan).
+ * own (clang 14 left weft__san_switch out of line: most tests crashed).
  */
 #define WEFT__SAN_INLINE static inline __attribute__((always_inline))
 
