@@ -230,7 +230,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
         return NULL;
     /* Every field is set here (records are recycled): no memset. */
     t->co.sp = NULL;
-    t->co.tsan_fiber = NULL;
+    t->co.san.tsan = NULL;
     /* The embedded coroutine record is never SUSPENDED, so the standalone
      * calls (resume, destroy) refuse it with -EBUSY. */
     atomic_init(&t->co.state, WEFT_CORO_RUNNING);
@@ -437,7 +437,7 @@ static int prepare(struct weft_task *t, const weft_pool *pool)
         return err;
     if (t->co.stack.canary)
         t->co.flags |= WEFT__CORO_CANARY;
-    weft__san_fiber_new(&t->co);
+    weft__san_fiber_new(&t->co.san, &t->co.stack);
     t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
     t->started = true;
     return 0;
@@ -474,8 +474,9 @@ void weft__task_run(struct weft_task *t)
         /* Back when the task (or a chain it handed control to) switches
          * to this scheduler; the post-switch action's result lands in
          * `next`. */
-        weft__san_switch(&t->co);
+        weft__san_switch(&th->root.san, &t->co.san);
         weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
+        weft__san_arrived(&th->root.san);
         t = next;
     }
 }
@@ -489,8 +490,9 @@ static void switch_ontop(struct weft__thread *th, struct weft_coro *to,
     if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
         weft__coro_overflow(self, true);
     th->current = to;
-    weft__san_switch(to);
+    weft__san_switch(&self->san, &to->san);
     weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
+    weft__san_arrived(&self->san);
 }
 
 void weft__task_suspend(weft__ctx_action action, void *arg)
@@ -514,7 +516,7 @@ static void driver_finish(struct weft__driver *d);
 static void *finish_action(void *arg, void *val)
 {
     struct weft_task *t = arg;
-    weft__san_fiber_gone(&t->co);
+    weft__san_fiber_gone(&t->co.san);
     weft__stack_free(&t->co.stack);
     if (t->pool)
         weft__pool_leave(t->pool);
@@ -547,7 +549,7 @@ static _Noreturn void task_finish(struct weft_task *t)
         if (at_home(a, th) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
             th->current = &a->co;
-            weft__san_switch(&a->co);
+            weft__san_switch_last(&a->co.san);
             weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
                                  finish_action, t);
             __builtin_unreachable();
@@ -555,7 +557,7 @@ static _Noreturn void task_finish(struct weft_task *t)
         weft__task_wake(a);
     }
     th->current = &th->root;
-    weft__san_switch(&th->root);
+    weft__san_switch_last(&th->root.san);
     weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
     __builtin_unreachable();
 }
@@ -564,6 +566,7 @@ static void task_entry(void *val, void *arg)
 {
     (void)val;
     struct weft_task *t = arg;
+    weft__san_arrived(&t->co.san);
     t->result = t->co.fn(t->arg);
     task_finish(t);
 }
@@ -778,11 +781,12 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
                           memory_order_relaxed);
     struct weft__thread *th = weft__tls_fresh();
     th->current = &t->co;
-    weft__san_switch(&t->co);
+    weft__san_switch(&self->co.san, &t->co.san);
     /* We park on t's stack, after our save; t ends by resuming us. */
     struct await_args a = {self, t, w};
     weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, lazy_park_action,
                          &a);
+    weft__san_arrived(&self->co.san);
     return 0;
 }
 

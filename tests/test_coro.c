@@ -22,6 +22,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#ifdef WEFT_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
 #define P(x) ((void *)(intptr_t)(x))
 #define I(p) ((intptr_t)(p))
 
@@ -802,7 +806,14 @@ static void test_fp_control_per_context(void **state)
     assert_int_equal(fesetround(FE_DOWNWARD), 0);
     double down = third();
     assert_int_equal(fesetround(FE_TONEAREST), 0);
-    assert_true(g_third_up > down); /* the probe does see the mode */
+    /* The probe does see the mode; except under Valgrind, which does SSE
+     * arithmetic in round-to-nearest whatever MXCSR says.  It does keep
+     * MXCSR, so the modes below are still compared there. */
+    bool under_valgrind = false;
+#ifdef WEFT_VALGRIND
+    under_valgrind = RUNNING_ON_VALGRIND;
+#endif
+    assert_true(g_third_up > down || under_valgrind);
 
     weft_coro *co = mk(fp_body);
     assert_int_equal(weft_coro_resume(co, NULL, NULL), 0);

@@ -143,6 +143,7 @@ static void *mark_dead(void *arg, void *val)
 static void coro_entry(void *val, void *arg)
 {
     struct weft_coro *co = arg;
+    weft__san_arrived(&co->san);
     co->started = 1;
     void *ret = co->fn(val);
 
@@ -152,7 +153,7 @@ static void coro_entry(void *val, void *arg)
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
-    weft__san_switch(to);
+    weft__san_switch_last(&to->san);
     weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
     __builtin_unreachable();
 }
@@ -175,6 +176,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     char *top = (char *)weft__stack_top(&stack) - (stagger++ % 8) * 64;
     struct weft_coro *co = (struct weft_coro *)(top - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
+    weft__san_fiber_new(&co->san, &stack);
 
     /* Every field is set here: no memset on the create path. */
     co->resumer = NULL;
@@ -189,7 +191,6 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
         co->name_buf[n] = '\0';
         co->name = co->name_buf;
     }
-    weft__san_fiber_new(co);
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast
@@ -215,8 +216,10 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     atomic_store_explicit(&self->state, WEFT_CORO_NORMAL, memory_order_relaxed);
     co->resumer = self;
     t->current = co;
-    weft__san_switch(co);
-    return weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
+    weft__san_switch(&self->san, &co->san);
+    int back = weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
+    weft__san_arrived(&self->san);
+    return back;
 }
 
 /* Called before a thread gets its claim record, and so before any fast
@@ -228,7 +231,7 @@ void weft__thread_setup(struct weft__thread *t)
          * coroutine that overflows here needs the handler's altstack. */
         weft__overflow_thread_init();
         t->root.flags = WEFT__CORO_ROOT;
-        weft__san_fiber_thread(&t->root);
+        weft__san_fiber_thread(&t->root.san);
         t->current = &t->root;
     }
 }
@@ -278,9 +281,11 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
                              void *val, void **in)
 {
-    weft__san_switch(to);
-    return weft__ctx_jump(&self->sp, to->sp, val, in,
-                          (uint32_t *)&self->state, 0);
+    weft__san_switch(&self->san, &to->san);
+    int back = weft__ctx_jump(&self->sp, to->sp, val, in,
+                              (uint32_t *)&self->state, 0);
+    weft__san_arrived(&self->san);
+    return back;
 }
 
 /* yield off the fast path: a plain thread, a cancelled coroutine, or an
@@ -351,7 +356,7 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
         struct weft__thread *t = &weft__tls;
         run_claimed(t, thread_self(t), co, NULL, NULL, -ECANCELED);
     }
-    weft__san_fiber_gone(co);
+    weft__san_fiber_gone(&co->san);
     weft__stack stack = co->stack;
     weft__stack_free(&stack);
     return 0;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sanitizer.h"
 #include "stack.h"
 
 /* flags: anything set sends weft_coro_yield off its fast path. */
@@ -40,7 +41,7 @@ struct weft_coro {
     weft__stack stack;
     const char *name;         /* name_buf, or a static default            */
     char name_buf[WEFT__CORO_NAME_MAX];
-    void *tsan_fiber;         /* ThreadSanitizer builds (sanitizer.h)     */
+    struct weft__san_fiber san; /* for the sanitizers (sanitizer.h)      */
 };
 
 /*

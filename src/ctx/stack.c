@@ -17,6 +17,22 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/*
+ * Valgrind tells a switch to another stack from a frame pushed or popped on
+ * the same one by how far the stack pointer moves (--max-stackframe, 2 MB).
+ * Stacks of 256 KiB mapped next to each other are closer than that: a
+ * switch would look like a pop, and memcheck would mark everything in
+ * between, other contexts' live frames included, as gone.  So every stack
+ * weft maps is registered with Valgrind while it is mapped.  Only in builds
+ * configured with -Dvalgrind=true: the client requests themselves cost a few
+ * instructions on a path that makes system calls anyway, but they need
+ * valgrind.h at build time and a stack id in every stack record, and a plain
+ * build should depend on neither.
+ */
+#ifdef WEFT_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102 /* Linux 6.13; older headers lack it */
 #endif
@@ -37,9 +53,7 @@ static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
 /* A cached stack carries this record in its top bytes (already committed). */
 struct free_stack {
     struct free_stack *next;
-    size_t size;
-    size_t asked;
-    bool canary;
+    weft__stack stack;
 };
 
 #define CACHE_SLOTS WEFT__STACK_CACHE_SLOTS
@@ -145,6 +159,14 @@ static void install_guard(weft__stack *s)
         c[i] = canary_value;
 }
 
+static void unmap_stack(const weft__stack *s)
+{
+#ifdef WEFT_VALGRIND
+    VALGRIND_STACK_DEREGISTER(s->valgrind_id);
+#endif
+    munmap(s->map, s->size);
+}
+
 static int map_stack(weft__stack *out, size_t size)
 {
     void *map = weft__mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -159,6 +181,10 @@ static int map_stack(weft__stack *out, size_t size)
     out->size = size;
     out->canary = false;
     install_guard(out);
+#ifdef WEFT_VALGRIND
+    out->valgrind_id = VALGRIND_STACK_REGISTER(weft__stack_low(out),
+                                               (char *)map + size - 1);
+#endif
     return 0;
 }
 
@@ -182,16 +208,14 @@ static void spill(struct weft__stack_cache *c, unsigned n)
             continue;
         }
         struct free_stack *r = record_of(&s);
-        r->size = s.size;
-        r->asked = s.asked;
-        r->canary = s.canary;
+        r->stack = s;
         r->next = pool_head;
         pool_head = r;
         pool_count++;
     }
     pthread_mutex_unlock(&pool_lock);
     for (unsigned i = 0; i < nexcess; i++)
-        munmap(excess[i].map, excess[i].size);
+        unmap_stack(&excess[i]);
 }
 
 static void cache_destructor(void *p)
@@ -220,17 +244,13 @@ static void refill(struct weft__stack_cache *c, size_t size)
     struct free_stack **link = &pool_head;
     while (*link && c->n < CACHE_SLOTS / 2) {
         struct free_stack *r = *link;
-        if (r->size != size) {
+        if (r->stack.size != size) {
             link = &r->next;
             continue;
         }
         *link = r->next;
         pool_count--;
-        weft__stack *s = &c->slot[c->n++];
-        s->size = r->size;
-        s->asked = r->asked;
-        s->canary = r->canary;
-        s->map = (char *)(r + 1) - r->size;
+        c->slot[c->n++] = r->stack;
     }
     pthread_mutex_unlock(&pool_lock);
 }
@@ -264,12 +284,13 @@ static bool trim(struct weft__stack_cache *c)
     bool any = r || c->n;
     while (r) {
         struct free_stack *next = r->next; /* r is inside the mapping */
-        munmap((char *)(r + 1) - r->size, r->size);
+        weft__stack st = r->stack;
+        unmap_stack(&st);
         r = next;
     }
     while (c->n) {
         c->n--;
-        munmap(c->slot[c->n].map, c->slot[c->n].size);
+        unmap_stack(&c->slot[c->n]);
     }
     return any;
 }
@@ -313,7 +334,7 @@ void weft__stack_free_slow(const weft__stack *s)
          * pool instead of leaking; a thread that cannot arrange that
          * caches nothing (and tries again next time). */
         if (!have_key() || weft__pthread_setspecific(cache_key, c) != 0) {
-            munmap(s->map, s->size);
+            unmap_stack(s);
             return;
         }
         c->registered = true;

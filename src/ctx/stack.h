@@ -36,6 +36,9 @@ typedef struct weft__stack {
     size_t size;      /* whole mapping, guard included       */
     size_t asked;     /* the size it was allocated for (cache key) */
     bool canary;      /* no guard: a canary sits at map      */
+#ifdef WEFT_VALGRIND
+    unsigned valgrind_id; /* its registration (stack.c)      */
+#endif
 } weft__stack;
 
 /* The per-thread cache of free stacks (LIFO).  Its fast paths are inline
