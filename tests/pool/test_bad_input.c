@@ -523,6 +523,32 @@ static int await_spawned(void)
     return rc;
 }
 
+static int await_all_ts_null(void)
+{
+    return weft_await_all(NULL, 1, NULL);
+}
+
+/* A NULL among the handles: none is consumed (after_pending takes it). */
+static int await_all_null_handle(void)
+{
+    CHECK_EQ(weft_spawn(g_pool, times3, P(7), &g_pending), 0);
+    weft_task *ts[2] = {g_pending, NULL};
+    int rc = weft_await_all(ts, 2, NULL);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
+static int await_all_spawned(void)
+{
+    CHECK_EQ(weft_spawn(g_pool, times3, P(7), &g_pending), 0);
+    weft_task *ts[1] = {g_pending};
+    int rc = weft_await_all(ts, 1, NULL);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
+static int task_cancel_null(void) { return weft_task_cancel(NULL); }
+
 /* Not consumed by the refused call: sync_wait takes it, with its result. */
 static void after_pending(void)
 {
@@ -774,6 +800,13 @@ static const struct row rows[] = {
         await_self_lazy),
     ROW(weft_await, "its own handle, run inline by its awaiter",
         -EINVAL, PLAIN, await_self_inline),
+    ROW(weft_await_all, "`ts` NULL with `n` > 0", -EINVAL, TASK,
+        await_all_ts_null),
+    ROW_AFTER(weft_await_all, "a NULL handle among them (none consumed)",
+              -EINVAL, TASK, await_all_null_handle, after_pending),
+    ROW_AFTER(weft_await_all, "on a plain thread (none consumed)", -EPERM,
+              PLAIN, await_all_spawned, after_pending),
+    ROW(weft_task_cancel, "NULL", -EINVAL, PLAIN, task_cancel_null),
     ROW(weft_sync_wait, "NULL", -EINVAL, PLAIN, sync_wait_null),
     ROW_AFTER(weft_sync_wait, "in a task (handle not consumed)", -EDEADLK, TASK,
               sync_wait_spawned, after_pending),
