@@ -66,6 +66,7 @@ extern const bench_workload bench_wl_fib;
 extern const bench_workload bench_wl_yield;
 extern const bench_workload bench_wl_ping_pong;
 extern const bench_workload bench_wl_sync_wait;
+extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
 

@@ -207,6 +207,29 @@ bool measure(const char *w, uint64_t n, double *value, uint64_t *check)
         b.join();
         sum = token;
         *value = double(t1 - t0) / 1e3 / double(n);
+    } else if (std::strcmp(w, "sleep") == 0) {
+        /* Total lateness of n 1 ms sleeps, and how many were not early.
+         * On a thread of its own, with Boost.Fiber's default round_robin
+         * scheduler: a lone work_stealing(1) scheduler (Boost 1.74) never
+         * wakes a sleeping fiber (found hanging here). */
+        uint64_t late = 0;
+        std::thread([&late, &sum, n] {
+            fibers::fiber f([&late, &sum, n] {
+                for (uint64_t i = 0; i < n; i++) {
+                    uint64_t s0 = bench_now_ns();
+                    boost::this_fiber::sleep_for(std::chrono::milliseconds(1));
+                    uint64_t slept = bench_now_ns() - s0;
+                    if (slept >= 1000000u) {
+                        late += slept - 1000000u;
+                        sum++;
+                    }
+                }
+            });
+            f.join();
+        }).join();
+        *value = sum ? double(late) / 1e3 / double(sum) : 0;
+        *check = sum;
+        return true;
     } else if (std::strcmp(w, "sync-wait") == 0) {
         t0 = bench_now_ns();
         for (uint64_t i = 0; i < n; i++)
@@ -230,7 +253,8 @@ int main(int argc, char **argv)
     peer_parse_args(argc, argv, &a);
     const char *w = a.workload;
     static const char *const known[] = { "spawn-join", "skynet", "fib",
-                                         "yield", "ping-pong", "sync-wait" };
+                                         "yield", "ping-pong", "sync-wait",
+                                         "sleep" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;

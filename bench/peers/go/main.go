@@ -30,6 +30,9 @@
 //	            each goroutine runs (a woken goroutine usually goes to the
 //	            waker's P), as weft does.  Check: the token, 2N.  us per
 //	            round trip.
+//	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
+//	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
+//	            returned early).
 //	sync-wait   N rounds of `go func() { ch <- i + 1 }()` then `<-ch` in the
 //	            main goroutine.  Go has no plain thread outside its
 //	            scheduler: main is itself a goroutine on a P, so this is the
@@ -153,6 +156,22 @@ func yieldRun(n uint64) (time.Duration, uint64) {
 		sum += c
 	}
 	return d, sum
+}
+
+// sleepRun returns the total lateness of n 1 ms sleeps (the caller divides
+// by n) and how many did not return early.
+func sleepRun(n uint64) (time.Duration, uint64) {
+	var late time.Duration
+	var onTime uint64
+	for i := uint64(0); i < n; i++ {
+		t0 := time.Now()
+		time.Sleep(time.Millisecond)
+		if d := time.Since(t0); d >= time.Millisecond {
+			late += d - time.Millisecond
+			onTime++
+		}
+	}
+	return late, onTime
 }
 
 func pingPong(n uint64) (time.Duration, uint64) {
@@ -298,6 +317,9 @@ func main() {
 		}
 	case "ping-pong":
 		run = pingPong
+		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+	case "sleep":
+		run = sleepRun
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	case "sync-wait":
 		run = syncWait
