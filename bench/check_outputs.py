@@ -2,12 +2,14 @@
 """check_outputs.py WEFT_BENCH OUTDIR [--plot]
 
 A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
-runs `WEFT_BENCH --quick --only switch,memory,fib --sweep 1,2 --json F
+runs `WEFT_BENCH --quick --only switch,memory,fib,echo --sweep 1,2 --json F
 [--plot G]` and checks the JSON against the schema documented in
-bench/README.md (weft-bench/1): every key there, types, states, one run
-value per run for measured implementations, min <= median <= max, weft's
-ratio 1, one cell per worker count for the pooled workload and one for the
-others; and, with --plot, that an SVG with the chart was written.
+bench/README.md (weft-bench/2): every key there, types, states, one run
+value per run for measured implementations (and per extra figure: echo's
+latency percentiles), min <= median <= max, weft's ratio 1, echo alone
+higher-is-better, one cell per worker count for the pooled workloads and
+one for the others; and, with --plot, that an SVG with the chart was
+written.
 Exits 1 with the first mismatch.
 """
 import json
@@ -40,7 +42,7 @@ def main():
     for p in (jpath, spath):
         if os.path.exists(p):
             os.remove(p)
-    cmd = [bench, "--quick", "--only", "switch,memory,fib", "--sweep", "1,2",
+    cmd = [bench, "--quick", "--only", "switch,memory,fib,echo", "--sweep", "1,2",
            "--json", jpath]
     if plot:
         cmd += ["--plot", spath]
@@ -55,7 +57,7 @@ def main():
 
     with open(jpath) as f:
         d = json.load(f)
-    if need(d, "schema", str, "") != "weft-bench/1":
+    if need(d, "schema", str, "") != "weft-bench/2":
         fail("schema is %r" % d["schema"])
     need(d, "date", str, "")
     m = need(d, "machine", dict, "")
@@ -87,6 +89,8 @@ def main():
         need(c, "n", int, w)
         t = need(c, "threads", int, w)
         pooled = need(c, "pooled", bool, w)
+        if need(c, "higher_is_better", bool, w) != (w == "echo"):
+            fail("%s: higher_is_better is %r" % (w, c["higher_is_better"]))
         seen.setdefault(w, []).append(t)
         impls = need(c, "impls", list, w)
         if not impls or impls[0].get("impl") != "weft":
@@ -100,6 +104,15 @@ def main():
             if state == "failed":
                 fail("%s failed: %s" % (where, i.get("why")))
             vals = need(i, "runs", list, where)
+            extra = need(i, "extra", dict, where)
+            if sorted(extra) != (["p50", "p99"] if w == "echo" else []):
+                fail("%s: extra figures %r" % (where, sorted(extra)))
+            for name, e in extra.items():
+                need(e, "unit", str, where + "/" + name)
+                if len(need(e, "runs", list, where + "/" + name)) != len(vals):
+                    fail("%s/%s: not one value per run" % (where, name))
+                if state == "ok":
+                    need(e, "median", (int, float), where + "/" + name)
             if state == "ok":
                 if len(vals) != runs:
                     fail("%s: %d run values, %d runs" % (where, len(vals), runs))
@@ -110,11 +123,12 @@ def main():
                     fail("%s: weft's ratio is %r" % (where, i["ratio"]))
             elif state == "skipped" and not i.get("why"):
                 fail("%s: skipped without a reason" % where)
-        if pooled != (w == "fib"):
+        if pooled != (w in ("fib", "echo")):
             fail("%s: pooled is %r" % (w, pooled))
-    if sorted(seen) != ["fib", "memory", "switch"]:
+    if sorted(seen) != ["echo", "fib", "memory", "switch"]:
         fail("workloads in the JSON: %r" % sorted(seen))
-    if sorted(seen["fib"]) != [1, 2] or seen["switch"] != [1] or seen["memory"] != [1]:
+    if (sorted(seen["fib"]) != [1, 2] or sorted(seen["echo"]) != [1, 2] or
+            seen["switch"] != [1] or seen["memory"] != [1]):
         fail("cells per worker count: %r" % seen)
 
     if plot:

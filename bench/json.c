@@ -1,6 +1,6 @@
 /*
  * json.c — --json FILE: everything one invocation measured, for scripts.
- * The schema ("weft-bench/1") is documented in bench/README.md; a change
+ * The schema ("weft-bench/2") is documented in bench/README.md; a change
  * to what is written here changes that document and the schema name.
  */
 #include <errno.h>
@@ -66,7 +66,26 @@ static void write_impl(FILE *f, const bench_cell *c, size_t k)
             fputs(", ", f);
         jnum(f, r->runs[j]);
     }
-    fputs("]", f);
+    fputs("],\n         \"extra\": {", f);
+    for (size_t e = 0; e < results_extra_count(c->w); e++) {
+        fputs(e > 0 ? ", " : "", f);
+        jstr(f, c->w->extra[e].name);
+        fputs(": {\"unit\": ", f);
+        jstr(f, c->w->extra[e].unit);
+        fputs(", \"runs\": [", f);
+        for (unsigned j = 0; j < r->count; j++) {
+            if (j > 0)
+                fputs(", ", f);
+            jnum(f, r->extra_runs[e][j]);
+        }
+        fputs("]", f);
+        if (figures) {
+            fputs(", \"median\": ", f);
+            jnum(f, r->extra_median[e]);
+        }
+        fputs("}", f);
+    }
+    fputs("}", f);
     if (figures) {
         fputs(", \"median\": ", f);
         jnum(f, r->median);
@@ -93,7 +112,7 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fprintf(stderr, "weft-bench: --json %s: %s\n", path, strerror(errno));
         return rc;
     }
-    fputs("{\n  \"schema\": \"weft-bench/1\",\n  \"date\": ", f);
+    fputs("{\n  \"schema\": \"weft-bench/2\",\n  \"date\": ", f);
     jstr(f, m->date);
     fputs(",\n  \"machine\": {\"cpu\": ", f);
     jstr(f, m->cpu);
@@ -134,10 +153,11 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         jstr(f, c->w->name);
         fputs(", \"unit\": ", f);
         jstr(f, c->w->unit);
-        fprintf(f, ", \"n\": %llu, \"threads\": %u, \"pooled\": %s,\n"
-                   "     \"impls\": [\n",
+        fprintf(f, ", \"n\": %llu, \"threads\": %u, \"pooled\": %s, "
+                   "\"higher_is_better\": %s,\n     \"impls\": [\n",
                 (unsigned long long)c->p.n, c->p.threads,
-                c->w->pooled ? "true" : "false");
+                c->w->pooled ? "true" : "false",
+                c->w->higher_is_better ? "true" : "false");
         for (size_t k = 0; k < c->nimpl; k++) {
             write_impl(f, c, k);
             fputs(k + 1 < c->nimpl ? ",\n" : "\n", f);

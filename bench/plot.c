@@ -1,8 +1,9 @@
 /*
  * plot.c — --plot FILE.svg: the run as a picture, drawn by gnuplot.
  *
- * Top: the ratio chart, one bar per (workload, peer): peer median / weft
- * median on a log scale, so 2x faster and 2x slower are bars of the same
+ * Top: the ratio chart, one bar per (workload, peer): how many times weft
+ * is ahead (peer median / weft median, or weft / peer for a rate such as
+ * msgs/s) on a log scale, so 2x faster and 2x slower are bars of the same
  * length up and down from 1.  With a sweep it shows the first worker count
  * of the sweep.  Below, with a sweep of two or more worker counts: one
  * panel per pooled workload, speed-up over the smallest worker count
@@ -129,7 +130,8 @@ static void ratio_chart(FILE *g, const bench_run *run, const bench_machine *m,
     fputs("EOD\n", g);
     fprintf(g, "set origin 0,%.4f\nset size 1,%.4f\n", top - height, height);
     snprintf(title, sizeof title,
-             "peer median / weft median (right of 1: weft faster, or smaller)"
+             "peer median / weft median, weft / peer for rates "
+             "(right of 1: weft faster, or smaller)"
              "\\n%s, %u CPUs, %s, pooled workloads on %u worker%s, "
              "median of %u run%s",
              m->cpu, m->cpus, m->date, t0, t0 == 1 ? "" : "s", run->runs,
@@ -141,7 +143,7 @@ static void ratio_chart(FILE *g, const bench_run *run, const bench_machine *m,
           "set xtics ('0.01' -2, '0.03' log10(0.03), '0.1' -1, '0.3' log10(0.3), "
           "'0.5' log10(0.5), '1' 0, '2' log10(2), '3' log10(3), '10' 1, "
           "'30' log10(30), '100' 2, '300' log10(300))\n"
-          "set xlabel 'peer / weft (log scale)'\n"
+          "set xlabel 'weft ahead by (log scale)'\n"
           "set yzeroaxis lt -1 lw 1.5\n"
           "set lmargin 24\n"
           "unset key\n", g);
@@ -200,10 +202,10 @@ static void scaling_panels(FILE *g, const bench_run *run, double top,
 
                 if (v == NULL || v->state != IMPL_OK || v->count == 0 ||
                     v->median <= 0 || b->impl[k].state != IMPL_OK ||
-                    b->impl[k].count == 0)
+                    b->impl[k].count == 0 || b->impl[k].median <= 0)
                     continue;
                 fprintf(g, "%u %.6g\n", run->threads[j],
-                        b->impl[k].median / v->median);
+                        results_speedup(b->w, b->impl[k].median, v->median));
             }
             fputs("EOD\n", g);
         }

@@ -2,8 +2,10 @@
  * report.c — the tables weft-bench prints on stdout.
  *
  * The main table: one block per cell (workload at a worker count), one row
- * per implementation: median, min-max of its runs, and the ratio peer
- * median / weft median (> 1: weft is faster, or uses less memory).  With a
+ * per implementation: median, min-max of its runs, the ratio (how many
+ * times weft is ahead: peer median / weft median, or weft / peer for a
+ * rate; > 1: weft is faster, or uses less memory), and the medians of the
+ * workload's extra figures if it has any (echo: latency percentiles).  With a
  * sweep (two or more worker counts), a scaling table follows: for each
  * pooled workload and implementation, the speed-up at each worker count
  * over the smallest one (1 unless the sweep leaves it out), the median
@@ -83,6 +85,14 @@ static void make_row(row *out, const bench_cell *c, size_t k, bool first)
         snprintf(out->tail, sizeof out->tail, "%.2f", ratio);
     else
         snprintf(out->tail, sizeof out->tail, "-");
+    for (size_t e = 0; e < results_extra_count(c->w); e++) {
+        size_t len = strlen(out->tail);
+        char v[16];
+
+        fmt_value(v, sizeof v, r->extra_median[e]);
+        snprintf(out->tail + len, sizeof out->tail - len, "  %s %s %s",
+                 c->w->extra[e].name, v, c->w->extra[e].unit);
+    }
 }
 
 /* Prints rows[] as aligned columns; a blank line before each new block
@@ -133,7 +143,7 @@ static void print_main_table(const bench_run *run)
     };
     for (size_t j = 0; j < NCOLS; j++)
         snprintf(rows[0].col[j], sizeof rows[0].col[j], "%s", head[j]);
-    snprintf(rows[0].tail, sizeof rows[0].tail, "peer/weft");
+    snprintf(rows[0].tail, sizeof rows[0].tail, "ratio");
     nrows = 1;
     for (size_t i = 0; i < run->ncells; i++)
         for (size_t k = 0; k < run->cells[i].nimpl; k++, nrows++)
@@ -191,13 +201,14 @@ static void print_scaling_table(const bench_run *run)
                 char v[16];
 
                 if (x == NULL || x->state != IMPL_OK || x->count == 0 ||
-                    bi->state != IMPL_OK || bi->count == 0 || x->median <= 0.0) {
+                    bi->state != IMPL_OK || bi->count == 0 ||
+                    x->median <= 0.0 || bi->median <= 0.0) {
                     snprintf(r->col[2 + j], sizeof r->col[2 + j], "-");
                     continue;
                 }
                 fmt_value(v, sizeof v, x->median);
                 snprintf(r->col[2 + j], sizeof r->col[2 + j], "%.2fx (%s)",
-                         bi->median / x->median, v);
+                         results_speedup(b->w, bi->median, x->median), v);
             }
         }
     }
@@ -210,7 +221,8 @@ static void print_scaling_table(const bench_run *run)
 void report_print(const bench_run *run)
 {
     printf("weft-bench: median of %u run%s per implementation%s; "
-           "peer/weft > 1 means weft is faster (or smaller)\n",
+           "ratio > 1 means weft is ahead (peer/weft, or weft/peer for "
+           "rates such as msgs/s)\n",
            run->runs, run->runs == 1 ? "" : "s",
            run->quick ? " (--quick: a check, not a measurement)" : "");
     print_main_table(run);

@@ -2,6 +2,7 @@
  * results.c — summarising what was measured, and the peer table meson
  * configured (bench_config.h).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,33 +30,46 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void summarise(impl_result *r)
+/* Median, min and max of v[0..c-1] (c > 0); false if out of memory. */
+static bool median_of(const double *v, unsigned c, double *median,
+                      double *min, double *max)
 {
-    unsigned c = r->count;
-    double *sorted;
+    /* Sort a copy: the runs stay in run order for --json. */
+    double *sorted = malloc(c * sizeof *sorted);
 
-    if (r->state != IMPL_OK || c == 0)
+    if (sorted == NULL)
+        return false;
+    memcpy(sorted, v, c * sizeof *sorted);
+    qsort(sorted, c, sizeof *sorted, cmp_double);
+    *min = sorted[0];
+    *max = sorted[c - 1];
+    *median = c % 2 ? sorted[c / 2] : (sorted[c / 2 - 1] + sorted[c / 2]) / 2.0;
+    free(sorted);
+    return true;
+}
+
+static void summarise(const bench_workload *w, impl_result *r)
+{
+    double lo, hi;
+    bool ok;
+
+    if (r->state != IMPL_OK || r->count == 0)
         return;
-    /* Sort a copy: runs[] stays in run order for --json. */
-    sorted = malloc(c * sizeof *sorted);
-    if (sorted == NULL) {
+    ok = median_of(r->runs, r->count, &r->median, &r->min, &r->max);
+    for (size_t e = 0; ok && e < results_extra_count(w); e++)
+        ok = median_of(r->extra_runs[e], r->count, &r->extra_median[e], &lo,
+                       &hi);
+    if (!ok) {
         r->state = IMPL_FAILED;
         strcpy(r->why, "out of memory while summarising");
-        return;
     }
-    memcpy(sorted, r->runs, c * sizeof *sorted);
-    qsort(sorted, c, sizeof *sorted, cmp_double);
-    r->min = sorted[0];
-    r->max = sorted[c - 1];
-    r->median = c % 2 ? sorted[c / 2] : (sorted[c / 2 - 1] + sorted[c / 2]) / 2.0;
-    free(sorted);
 }
 
 void results_summarise(bench_run *run)
 {
     for (size_t i = 0; i < run->ncells; i++)
         for (size_t k = 0; k < run->cells[i].nimpl; k++)
-            summarise(&run->cells[i].impl[k]);
+            summarise(run->cells[i].w, &run->cells[i].impl[k]);
 }
 
 double results_ratio(const bench_cell *c, size_t k)
@@ -64,9 +78,25 @@ double results_ratio(const bench_cell *c, size_t k)
     const impl_result *r = &c->impl[k];
 
     if (weft->state != IMPL_OK || weft->count == 0 || weft->median <= 0.0 ||
-        r->state != IMPL_OK || r->count == 0)
+        r->state != IMPL_OK || r->count == 0 ||
+        (c->w->higher_is_better && r->median <= 0.0))
         return -1.0;
-    return r->median / weft->median;
+    return c->w->higher_is_better ? weft->median / r->median
+                                  : r->median / weft->median;
+}
+
+double results_speedup(const bench_workload *w, double base, double x)
+{
+    return w->higher_is_better ? x / base : base / x;
+}
+
+size_t results_extra_count(const bench_workload *w)
+{
+    size_t n = 0;
+
+    while (w->extra != NULL && n < BENCH_MAX_EXTRA && w->extra[n].name != NULL)
+        n++;
+    return n;
 }
 
 const bench_cell *results_find_cell(const bench_run *run,

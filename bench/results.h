@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "workloads.h"
 
@@ -33,8 +34,12 @@ typedef struct impl_result {
     char why[160];      /* for SKIPPED and FAILED */
     double *runs;       /* each completed run's value, in run order */
     unsigned count;
+    /* The workload's extra figures (bench_workload.extra), count of each,
+     * in run order. */
+    double *extra_runs[BENCH_MAX_EXTRA];
     /* Filled by results_summarise() when count > 0. */
     double median, min, max;
+    double extra_median[BENCH_MAX_EXTRA];
 } impl_result;
 
 typedef struct bench_cell {
@@ -69,9 +74,18 @@ typedef struct bench_run {
 /* Sorts nothing in place: fills median/min/max of every OK result. */
 void results_summarise(bench_run *run);
 
-/* Ratio peer median / weft median for impl k of cell c, or < 0 if either
+/* How many times weft is ahead of impl k of cell c: peer median / weft
+ * median, or weft / peer for a higher-is-better workload; < 0 if either
  * side has no figure. */
 double results_ratio(const bench_cell *c, size_t k);
+
+/* The speed-up of x over base (two medians of one implementation of
+ * workload w at two worker counts): base / x, or x / base for a
+ * higher-is-better workload. */
+double results_speedup(const bench_workload *w, double base, double x);
+
+/* How many extra figures workload w reports. */
+size_t results_extra_count(const bench_workload *w);
 
 /* The cell of workload w at `threads` workers, or NULL. */
 const bench_cell *results_find_cell(const bench_run *run,
@@ -104,6 +118,20 @@ int plot_write(const char *path, const bench_run *run, const bench_machine *m);
 int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
                   const bench_params *p, bench_sample *out, char *why,
                   size_t whylen);
+
+/* spawn.c: starts argv[0] with argv, its stdout on a pipe whose read end
+ * goes to *out_fd (its stderr is ours).  0, or -1 with why[] set. */
+int spawn_piped(char *const argv[], pid_t *pid, int *out_fd, char *why,
+                size_t whylen);
+
+/* spawn.c: reads fd to its end, keeping the first len - 1 bytes in buf
+ * (NUL-terminated); returns how many were kept. */
+size_t read_all(int fd, char *buf, size_t len);
+
+/* spawn.c: waits for pid to end, for at most timeout_ms (< 0: no limit;
+ * past it the program is killed).  Returns its exit status, or -1 with
+ * why[] set (killed by a signal, timed out). */
+int wait_exit(pid_t pid, int timeout_ms, char *why, size_t whylen);
 
 /* Three significant digits or so: 2.13, 45.6, 953. */
 void fmt_value(char *buf, size_t len, double v);

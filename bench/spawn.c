@@ -1,7 +1,9 @@
 /*
- * spawn.c — one measurement by another program: a peer (peers/peer-NAME)
- * or weft-bench itself in --child mode (workloads that need a fresh
- * process).  Both speak the protocol of peers/peer.h:
+ * spawn.c — running other programs: the helpers (a program with its stdout
+ * on a pipe, reading it, waiting for its end with a time limit), and with
+ * them one measurement by a peer (peers/peer-NAME) or by weft-bench itself
+ * in --child mode (workloads that need a fresh process).  Both speak the
+ * protocol of peers/peer.h:
  *
  *     PROG [EXTRA] WORKLOAD N THREADS
  *  -> stdout: "result <value> <check>"   exit 0
@@ -16,16 +18,98 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "results.h"
 
 extern char **environ;
+
+int spawn_piped(char *const argv[], pid_t *pid, int *out_fd, char *why,
+                size_t whylen)
+{
+    posix_spawn_file_actions_t fa;
+    int fds[2];
+    int rc;
+
+    /* CLOEXEC so the read end does not leak into the child; the dup2 onto
+     * fd 1 clears the flag on the child's copy of the write end. */
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    rc = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        snprintf(why, whylen, "spawn %.100s: %s", argv[0], strerror(rc));
+        return -1;
+    }
+    *out_fd = fds[0];
+    return 0;
+}
+
+size_t read_all(int fd, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    /* Read everything (a chatty program must not block on a full pipe),
+     * keep what fits. */
+    for (;;) {
+        char sink[512];
+        char *dst = used < len - 1 ? buf + used : sink;
+        size_t room = used < len - 1 ? len - 1 - used : sizeof sink;
+        ssize_t n = read(fd, dst, room);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (dst == buf + used)
+            used += (size_t)n;
+    }
+    buf[used] = '\0';
+    return used;
+}
+
+int wait_exit(pid_t pid, int timeout_ms, char *why, size_t whylen)
+{
+    int status;
+
+    for (int waited = 0;; waited++) {
+        pid_t r = waitpid(pid, &status, timeout_ms < 0 ? 0 : WNOHANG);
+
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(why, whylen, "waitpid: %s", strerror(errno));
+            return -1;
+        }
+        if (r == 0 && waited >= timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            snprintf(why, whylen, "still running after %d ms (killed)",
+                     timeout_ms);
+            return -1;
+        }
+        if (r == 0)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(why, whylen, "killed by signal %d", WTERMSIG(status));
+        return -1;
+    }
+    return WEXITSTATUS(status);
+}
 
 int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
                   const bench_params *p, bench_sample *out, char *why,
@@ -35,13 +119,10 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
     char t_arg[16];
     char *argv[6];
     int argc = 0;
-    posix_spawn_file_actions_t fa;
     char buf[4096];
-    size_t used = 0;
-    int fds[2];
+    int fd;
     pid_t pid;
     int status;
-    int rc;
 
     snprintf(n_arg, sizeof n_arg, "%" PRIu64, p->n);
     snprintf(t_arg, sizeof t_arg, "%u", p->threads);
@@ -53,55 +134,19 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
     argv[argc++] = t_arg;
     argv[argc] = NULL;
 
-    /* CLOEXEC so the read end does not leak into the child; the dup2 onto
-     * fd 1 clears the flag on the child's copy of the write end. */
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        snprintf(why, whylen, "pipe: %s", strerror(errno));
+    if (spawn_piped(argv, &pid, &fd, why, whylen) != 0)
         return -1;
-    }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        snprintf(why, whylen, "spawn %.100s: %s", prog, strerror(rc));
+    /* The first 4 KiB: the result line is all we need. */
+    read_all(fd, buf, sizeof buf);
+    close(fd);
+
+    status = wait_exit(pid, -1, why, whylen);
+    if (status < 0)
         return -1;
-    }
-
-    /* Read everything (a chatty program must not block on a full pipe),
-     * keep the first 4 KiB: the result line is all we need. */
-    for (;;) {
-        char sink[512];
-        char *dst = used < sizeof buf - 1 ? buf + used : sink;
-        size_t room = used < sizeof buf - 1 ? sizeof buf - 1 - used : sizeof sink;
-        ssize_t n = read(fds[0], dst, room);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (dst == buf + used)
-            used += (size_t)n;
-    }
-    buf[used] = '\0';
-    close(fds[0]);
-
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            snprintf(why, whylen, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-    }
-    if (WIFSIGNALED(status)) {
-        snprintf(why, whylen, "killed by signal %d", WTERMSIG(status));
-        return -1;
-    }
-    if (WEXITSTATUS(status) == 2)
+    if (status == 2)
         return 2;
-    if (WEXITSTATUS(status) != 0) {
-        snprintf(why, whylen, "exit status %d", WEXITSTATUS(status));
+    if (status != 0) {
+        snprintf(why, whylen, "exit status %d", status);
         return -1;
     }
     for (char *line = buf; line != NULL && *line != '\0';) {

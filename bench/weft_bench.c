@@ -18,7 +18,8 @@
  * measurement's check value is compared with the workload's expect(); a
  * wrong answer is a failure, never a number in the table.  The table gives,
  * per implementation, the median and the min-max of its R values and the
- * ratio peer median / weft median (> 1: weft is faster, or smaller).
+ * ratio: peer median / weft median, or weft / peer for a rate (> 1: weft
+ * is faster, or smaller).
  *
  * Peers.  A peer is a small program `peer-NAME` built beside this one, in
  * the `peers/` directory next to the weft-bench executable (found through
@@ -35,10 +36,16 @@
  * once; --size overrides N for every selected workload.
  *
  * Threads.  The pooled workloads (spawn-join, skynet, fib, yield, ping-pong,
- * sync-wait) run on --threads T workers (default 2), or once at each count
- * of --sweep: weft creates its pool with T threads outside the timed
+ * sync-wait, echo) run on --threads T workers (default 2), or once at each
+ * count of --sweep: weft creates its pool with T threads outside the timed
  * region, and each peer gets T as its THREADS argument.  The single-thread
  * workloads (switch, create, memory) always get 1, once.
+ *
+ * Servers.  A server workload (echo) has no in-process weft measurement:
+ * weft's server program (built beside weft-bench, when it can be) and each
+ * peer's (peers/peer-NAME-WORKLOAD) are run alike by the workload's
+ * run_server, interleaved run by run as above.  Its unit is a rate (more is
+ * better), so its ratio is weft / peer.
  *
  * Output.  Progress goes to stderr ("[i/N] WORKLOAD T=t run j/R: ..."), the
  * tables to stdout (report.c), so `weft-bench > table.txt` keeps only the
@@ -108,8 +115,9 @@ static void usage(FILE *f)
             "  --peer-dir DIR     where the peer-* programs are (default: peers/\n"
             "                     beside this executable)\n"
             "  --help             this text\n"
-            "The tables go to stdout, progress to stderr.  Ratio = peer/weft:\n"
-            "above 1 means weft is faster (or, for memory, smaller).\n",
+            "The tables go to stdout, progress to stderr.  Ratio = peer/weft\n"
+            "(weft/peer for rates such as msgs/s): above 1 means weft is faster\n"
+            "(or, for memory, smaller).\n",
             DEFAULT_RUNS, MIN_RUNS, QUICK_DIVISOR, DEFAULT_THREADS);
 }
 
@@ -321,6 +329,8 @@ static void list_workloads(void)
                    pi == NULL ? " (not configured)"
                    : pi->built ? "" : " (not built)");
         }
+        if (w->run_server != NULL && w->weft_server == NULL)
+            printf("; weft: %s", w->weft_missing);
         printf("\n");
     }
     printf("\npeers (version as detected when configured):\n");
@@ -345,22 +355,34 @@ static int self_exe(char *buf, size_t len)
     return 0;
 }
 
-/* The directory of this executable plus "/peers", into buf. */
-static int default_peer_dir(char *buf, size_t len)
-{
-    char exe[PATH_MAX];
-    char *slash;
-    int rc = self_exe(exe, sizeof exe);
+/* Where the programs are: this executable, its directory, the peers'. */
+typedef struct locations {
+    char exe[PATH_MAX];      /* "" if /proc/self/exe cannot be read */
+    char dir[PATH_MAX];      /* "" likewise                         */
+    char peers[PATH_MAX];    /* "" if unknown (no --peer-dir)       */
+} locations;
 
-    if (rc != 0)
-        return rc;
-    slash = strrchr(exe, '/');
-    if (slash == NULL)
-        return -ENOENT;
-    *slash = '\0';
-    if ((size_t)snprintf(buf, len, "%s/peers", exe) >= len)
-        return -ENAMETOOLONG;
-    return 0;
+/* Fills *at; peer_dir is --peer-dir's value, or NULL. */
+static void locate(locations *at, const char *peer_dir)
+{
+    char *slash;
+
+    at->dir[0] = at->peers[0] = '\0';
+    if (self_exe(at->exe, sizeof at->exe) != 0)
+        at->exe[0] = '\0';
+    slash = strrchr(at->exe, '/');
+    if (slash != NULL)
+        snprintf(at->dir, sizeof at->dir, "%.*s", (int)(slash - at->exe),
+                 at->exe);
+    if (peer_dir != NULL) {
+        snprintf(at->peers, sizeof at->peers, "%s", peer_dir);
+    } else if (at->dir[0] == '\0' ||
+               (size_t)snprintf(at->peers, sizeof at->peers, "%s/peers",
+                                at->dir) >= sizeof at->peers) {
+        /* Without /proc the peers cannot be found; weft still runs. */
+        fprintf(stderr, "weft-bench: cannot locate own executable; use --peer-dir\n");
+        at->peers[0] = '\0';
+    }
 }
 
 /*
@@ -372,7 +394,7 @@ static int child_main(int argc, char **argv)
     peer_args a;
     const bench_workload *w;
     bench_params p;
-    bench_sample s = { 0.0, 0 };
+    bench_sample s = { 0.0, 0, { 0.0 } };
     int rc;
 
     peer_parse_args(argc - 1, argv + 1, &a);
@@ -402,6 +424,8 @@ static void record(impl_result *r, const bench_cell *c, const bench_sample *s)
                  s->check, want);
         return;
     }
+    for (size_t e = 0; e < results_extra_count(c->w); e++)
+        r->extra_runs[e][r->count] = s->extra[e];
     r->runs[r->count++] = s->value;
 }
 
@@ -447,7 +471,12 @@ static void make_cell(bench_cell *c, const bench_workload *w, unsigned threads,
 
         r->name = k == 0 ? "weft" : w->peers[k - 1];
         r->runs = xcalloc(o->runs, sizeof r->runs[0]);
-        if (k > 0) {
+        for (size_t e = 0; e < results_extra_count(w); e++)
+            r->extra_runs[e] = xcalloc(o->runs, sizeof r->extra_runs[e][0]);
+        if (k == 0 && w->run_server != NULL && w->weft_server == NULL) {
+            r->state = IMPL_SKIPPED;
+            snprintf(r->why, sizeof r->why, "%s", w->weft_missing);
+        } else if (k > 0) {
             const peer_info *pi = bench_find_peer(r->name);
             if (pi == NULL) {
                 r->state = IMPL_SKIPPED;
@@ -460,17 +489,47 @@ static void make_cell(bench_cell *c, const bench_workload *w, unsigned threads,
     }
 }
 
-/* Measures run j of implementation k of cell c. */
-static void measure(bench_cell *c, size_t k, unsigned j, const char *exe,
-                    const char *peer_dir)
+/* Run j of implementation k of a server workload: weft's server program
+ * or the peer's, driven by the workload's run_server. */
+static void measure_server(bench_cell *c, size_t k, unsigned j,
+                           const locations *at)
 {
     impl_result *r = &c->impl[k];
-    bench_sample s = { 0.0, 0 };
+    bench_sample s = { 0.0, 0, { 0.0 } };
+    char path[2 * PATH_MAX];
+
+    if (k == 0)
+        snprintf(path, sizeof path, "%s/%s", at->dir, c->w->weft_server);
+    else
+        snprintf(path, sizeof path, "%s/peer-%s-%s", at->peers, r->name,
+                 c->w->name);
+    if ((k == 0 ? at->dir : at->peers)[0] == '\0' || access(path, X_OK) != 0) {
+        r->state = k == 0 ? IMPL_FAILED : IMPL_SKIPPED;
+        snprintf(r->why, sizeof r->why, "not found: %.140s", path);
+        progress(r, j);
+        return;
+    }
+    if (c->w->run_server(path, at->dir, &c->p, &s, r->why, sizeof r->why) != 0)
+        r->state = IMPL_FAILED; /* r->why goes in the table */
+    else
+        record(r, c, &s);
+    progress(r, j);
+}
+
+/* Measures run j of implementation k of cell c. */
+static void measure(bench_cell *c, size_t k, unsigned j, const locations *at)
+{
+    impl_result *r = &c->impl[k];
+    bench_sample s = { 0.0, 0, { 0.0 } };
     char path[PATH_MAX + 64];
     int rc;
 
     if (r->state != IMPL_OK)
         return;
+    if (c->w->run_server != NULL) {
+        measure_server(c, k, j, at);
+        return;
+    }
     if (k == 0 && !c->w->fresh_process) {
         rc = c->w->run_weft(&c->p, &s);
         if (rc != 0) {
@@ -483,16 +542,17 @@ static void measure(bench_cell *c, size_t k, unsigned j, const char *exe,
         return;
     }
     if (k == 0) {
-        if (exe[0] == '\0') {
+        if (at->exe[0] == '\0') {
             r->state = IMPL_FAILED;
             snprintf(r->why, sizeof r->why, "needs a fresh process, but "
                      "/proc/self/exe cannot be read");
             progress(r, j);
             return;
         }
-        rc = spawn_measure(exe, "--child", c->w, &c->p, &s, r->why, sizeof r->why);
+        rc = spawn_measure(at->exe, "--child", c->w, &c->p, &s, r->why,
+                           sizeof r->why);
     } else {
-        snprintf(path, sizeof path, "%s/peer-%s", peer_dir, r->name);
+        snprintf(path, sizeof path, "%s/peer-%s", at->peers, r->name);
         if (access(path, X_OK) != 0) {
             /* Configured as built but not there: say where we looked. */
             r->state = IMPL_SKIPPED;
@@ -513,8 +573,7 @@ static void measure(bench_cell *c, size_t k, unsigned j, const char *exe,
 int main(int argc, char **argv)
 {
     const bench_workload **sel;
-    char peer_dir[PATH_MAX];
-    char exe[PATH_MAX];
+    static locations at;
     bench_machine machine;
     bench_run run;
     options o;
@@ -531,15 +590,7 @@ int main(int argc, char **argv)
     sel = xcalloc(bench_workload_count, sizeof *sel);
     nsel = select_workloads(o.only, sel);
 
-    if (self_exe(exe, sizeof exe) != 0)
-        exe[0] = '\0';
-    if (o.peer_dir != NULL) {
-        snprintf(peer_dir, sizeof peer_dir, "%s", o.peer_dir);
-    } else if (default_peer_dir(peer_dir, sizeof peer_dir) != 0) {
-        /* Without /proc the peers cannot be found; weft still runs. */
-        fprintf(stderr, "weft-bench: cannot locate own executable; use --peer-dir\n");
-        peer_dir[0] = '\0';
-    }
+    locate(&at, o.peer_dir);
 
     /* Numbers from a sanitized or unoptimized build measure the tooling. */
     if (strcmp(BENCH_SANITIZE, "none") != 0 && strcmp(BENCH_SANITIZE, "") != 0)
@@ -576,7 +627,7 @@ int main(int argc, char **argv)
                     ci + 1, run.ncells, c->w->name, c->p.threads, j + 1,
                     o.runs, c->p.n);
             for (size_t k = 0; k < c->nimpl; k++)
-                measure(c, k, j, exe, peer_dir);
+                measure(c, k, j, &at);
             fprintf(stderr, " (%s)\n", c->w->unit);
         }
         for (size_t k = 0; k < c->nimpl; k++)
@@ -600,8 +651,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "weft-bench: figures written to %s\n", o.json);
 
     for (size_t ci = 0; ci < run.ncells; ci++) {
-        for (size_t k = 0; k < run.cells[ci].nimpl; k++)
+        for (size_t k = 0; k < run.cells[ci].nimpl; k++) {
             free(run.cells[ci].impl[k].runs);
+            for (size_t e = 0; e < BENCH_MAX_EXTRA; e++)
+                free(run.cells[ci].impl[k].extra_runs[e]);
+        }
         free(run.cells[ci].impl);
     }
     free(run.cells);

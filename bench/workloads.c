@@ -13,6 +13,7 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_sleep,
     &bench_wl_memory,
     &bench_wl_memory_1m,
+    &bench_wl_echo,
 };
 
 const size_t bench_workload_count =

@@ -11,6 +11,12 @@
  * bench_wl_NAME`, declare it below, add it to bench_workloads[] in
  * workloads.c and to the sources in meson.build, and teach the peers that can
  * do it the same NAME (a peer that cannot exits 2 and shows as "n/a").
+ *
+ * A server workload (echo) is measured differently: every implementation,
+ * weft included, is a server program, and the workload's run_server drives
+ * one of them with a load generator.  weft's program is built beside
+ * weft-bench (weft_server); a peer's is peers/peer-NAME-WORKLOAD, and it is
+ * taken as built when the peer NAME is.
  */
 #ifndef WEFT_BENCH_WORKLOADS_H
 #define WEFT_BENCH_WORKLOADS_H
@@ -26,10 +32,19 @@ typedef struct bench_params {
                            1 for the single-thread ones                     */
 } bench_params;
 
+/* Further figures a workload may report with each measurement. */
+#define BENCH_MAX_EXTRA 2
+
+typedef struct bench_extra {
+    const char *name;   /* e.g. "p99"; no spaces                             */
+    const char *unit;   /* e.g. "us"                                         */
+} bench_extra;
+
 /* What one measurement reports; the same fields a peer prints. */
 typedef struct bench_sample {
     double value;       /* in the workload's unit (e.g. ns per switch)       */
     uint64_t check;     /* workload-defined; must equal expect(params)       */
+    double extra[BENCH_MAX_EXTRA]; /* the workload's extra figures, in order */
 } bench_sample;
 
 typedef struct bench_workload {
@@ -56,6 +71,26 @@ typedef struct bench_workload {
      * memory.
      */
     bool fresh_process;
+    /* More of value is better (a rate such as msgs/s): the ratio column is
+     * then weft / peer, so that above 1 still means weft is ahead. */
+    bool higher_is_better;
+    /* Further figures of each measurement (shown as medians beside the
+     * ratio, and in --json), at most BENCH_MAX_EXTRA; NULL-name terminated,
+     * or NULL for none. */
+    const bench_extra *extra;
+    /*
+     * A server workload (run_weft is then NULL): one measurement of the
+     * server program `prog`.  bench_dir is weft-bench's own directory (for
+     * the workload's client program).  Returns 0 with *out filled, or -1
+     * with why[] set.
+     */
+    int (*run_server)(const char *prog, const char *bench_dir,
+                      const bench_params *p, bench_sample *out, char *why,
+                      size_t whylen);
+    /* weft's server program, relative to bench_dir, or NULL when it was not
+     * built (weft_missing says why). */
+    const char *weft_server;
+    const char *weft_missing;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
@@ -69,6 +104,7 @@ extern const bench_workload bench_wl_sync_wait;
 extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
+extern const bench_workload bench_wl_echo;
 
 /* Every workload, in --list and default run order. */
 extern const bench_workload *const bench_workloads[];

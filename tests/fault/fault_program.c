@@ -7,8 +7,8 @@
  * transfer, destroy with cancellation, a resume from another thread), a
  * pool, detached and awaited spawns, fork-join (inline awaits), lazy tasks
  * awaited and passed to sync_wait, schedule, yield, events set across
- * tasks and threads, timed waits that time out and that are set, and
- * destroy of everything.
+ * tasks and threads, timed waits that time out and that are set, an
+ * offload to a blocking thread, and destroy of everything.
  *
  * Every call is checked.  It succeeds, or it returns the error its header
  * documents for a lack of resources (-ENOMEM, or -EAGAIN for a thread).
@@ -279,6 +279,11 @@ static void *root(void *arg)
     CHECK_EQ(I(r), 7);
 
     times_out();
+
+    /* Blocking offload: its request record, and a blocking thread. */
+    r = NULL;
+    MUST(weft_blocking(add_one, P(5), &r));
+    CHECK_EQ(I(r), 6);
 
     /* A lazy child with its own stack size, started on a worker. */
     weft_coro_opts big = {.stack_size = 128 * 1024, .name = "big"};

@@ -19,6 +19,8 @@
  */
 #include "wt.h"
 
+#include <weft/blocking.h>
+
 #include <limits.h>
 
 static weft_pool *g_pool; /* 2 workers, for the rows that need a pool */
@@ -694,6 +696,17 @@ static int event_wait_for_null(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Blocking offload                                                     */
+
+static int blocking_fn_null(void)
+{
+    void *r = &sentinel_obj;
+    int rc = weft_blocking(NULL, NULL, &r);
+    CHECK_PTR_EQ(r, &sentinel_obj); /* *result untouched */
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The table                                                            */
 
 enum where { PLAIN, CORO, TASK, LAZY };
@@ -829,6 +842,11 @@ static const struct row rows[] = {
     VAL(weft_event_is_set, "NULL", 0, "false", event_is_set_null),
     ROW(weft_event_wait, "NULL", -EINVAL, PLAIN, event_wait_null),
     ROW(weft_event_wait_for, "NULL", -EINVAL, PLAIN, event_wait_for_null),
+
+    ROW(weft_blocking, "`fn` NULL, on a plain thread", -EINVAL, PLAIN,
+        blocking_fn_null),
+    ROW(weft_blocking, "`fn` NULL, in a task", -EINVAL, TASK,
+        blocking_fn_null),
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])
