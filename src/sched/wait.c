@@ -37,7 +37,8 @@ bool weft__cancelled(void)
     return self && atomic_load_explicit(&self->cancelled, memory_order_acquire);
 }
 
-int weft__wait_init(struct weft__wait *w, uint64_t deadline)
+/* The record's fields, for a wait by the calling task (or thread). */
+static struct weft_task *setup(struct weft__wait *w, uint64_t deadline)
 {
     struct weft_task *self = weft__task_current();
     w->task = self;
@@ -50,10 +51,23 @@ int weft__wait_init(struct weft__wait *w, uint64_t deadline)
     w->data = 0;
     w->cancel = NULL;
     atomic_init(&w->outcome, WEFT__W_PENDING);
-    if (!self) {
+    if (!self)
         weft__parker_init(&w->parker);
+    return self;
+}
+
+void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline)
+{
+    /* Not the task's current wait: weft_task_cancel does not see it, and
+     * weft__wait_block's leave only clears a slot that is already NULL. */
+    setup(w, deadline);
+}
+
+int weft__wait_init(struct weft__wait *w, uint64_t deadline)
+{
+    struct weft_task *self = setup(w, deadline);
+    if (!self)
         return 0;
-    }
     weft__spin_lock(&self->wait_lock);
     /* Acquire-free: the lock orders us against weft_task_cancel. */
     bool cancelled =
