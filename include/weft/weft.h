@@ -8,5 +8,7 @@
 #include <weft/task.h>
 #include <weft/event.h>
 #include <weft/timer.h>
+#include <weft/sync.h>
+#include <weft/chan.h>
 
 #endif /* WEFT_WEFT_H */
