@@ -27,6 +27,14 @@ static void test_symbols_from_each_header(void **state)
     assert_null(weft_coro_current());
     /* error.h */
     assert_non_null(weft_strerror(-EINVAL));
+    /* sync.h and chan.h (through weft.h) */
+    weft_mutex m;
+    weft_mutex_init(&m);
+    assert_int_equal(weft_mutex_trylock(&m), 0);
+    assert_int_equal(weft_mutex_unlock(&m), 0);
+    weft_chan *ch = NULL;
+    assert_int_equal(weft_chan_create(&ch, 1), 0);
+    assert_int_equal(weft_chan_destroy(ch), 0);
     /* weft.h brings both; the function pointer type is usable. */
     weft_fn fn = NULL;
     assert_null(fn);

@@ -16,5 +16,18 @@ int main()
         std::fprintf(stderr, "weft_coro_status(NULL) is not DEAD\n");
         return 1;
     }
+    // The embedded structs (sync.h) are usable from C++.
+    weft_mutex m;
+    weft_mutex_init(&m);
+    if (weft_mutex_trylock(&m) != 0 || weft_mutex_unlock(&m) != 0) {
+        std::fprintf(stderr, "weft_mutex trylock/unlock failed\n");
+        return 1;
+    }
+    weft_sem sem;
+    weft_sem_init(&sem, 1);
+    if (weft_sem_trywait(&sem) != 0 || weft_sem_trywait(&sem) != -EAGAIN) {
+        std::fprintf(stderr, "weft_sem_trywait gave the wrong answers\n");
+        return 1;
+    }
     return 0;
 }

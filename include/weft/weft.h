@@ -9,5 +9,7 @@
 #include <weft/event.h>
 #include <weft/timer.h>
 #include <weft/blocking.h>
+#include <weft/sync.h>
+#include <weft/chan.h>
 
 #endif /* WEFT_WEFT_H */

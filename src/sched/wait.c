@@ -37,13 +37,10 @@ bool weft__cancelled(void)
     return self && atomic_load_explicit(&self->cancelled, memory_order_acquire);
 }
 
-int weft__wait_init(struct weft__wait *w, uint64_t deadline)
-{
-    return weft__wait_init_hook(w, deadline, NULL, 0);
-}
-
-int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
-                         void (*cancel)(struct weft__wait *w), uintptr_t data)
+/* The record's fields, for a wait by the calling task (or thread). */
+static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
+                               void (*cancel)(struct weft__wait *w),
+                               uintptr_t data)
 {
     struct weft_task *self = weft__task_current();
     w->task = self;
@@ -53,15 +50,29 @@ int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
     w->next = w->prev = NULL;
     w->listed = false;
     w->value = NULL;
-    /* Set before the record is published (under wait_lock below): a
-     * cancel reads them. */
+    /* Set before the record is published (under wait_lock, in
+     * weft__wait_init_hook): a cancel reads them. */
     w->data = data;
     w->cancel = cancel;
     atomic_init(&w->outcome, WEFT__W_PENDING);
-    if (!self) {
+    if (!self)
         weft__parker_init(&w->parker);
+    return self;
+}
+
+void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline)
+{
+    /* Not the task's current wait: weft_task_cancel does not see it, and
+     * weft__wait_block's leave only clears a slot that is already NULL. */
+    setup(w, deadline, NULL, 0);
+}
+
+int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
+                         void (*cancel)(struct weft__wait *w), uintptr_t data)
+{
+    struct weft_task *self = setup(w, deadline, cancel, data);
+    if (!self)
         return 0;
-    }
     weft__spin_lock(&self->wait_lock);
     /* Acquire-free: the lock orders us against weft_task_cancel. */
     bool cancelled =
@@ -70,6 +81,11 @@ int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
         self->cur_wait = w;
     weft__spin_unlock(&self->wait_lock);
     return cancelled ? -ECANCELED : 0;
+}
+
+int weft__wait_init(struct weft__wait *w, uint64_t deadline)
+{
+    return weft__wait_init_hook(w, deadline, NULL, 0);
 }
 
 void weft__wait_resume(struct weft__wait *w)

@@ -81,6 +81,14 @@ int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
                          void (*cancel)(struct weft__wait *w), uintptr_t data);
 
 /*
+ * weft__wait_init_nocancel - as weft__wait_init, for a wait that
+ * cancellation must not end (a condition variable re-acquiring its mutex
+ * before it returns -ECANCELED): it always succeeds, and weft_task_cancel
+ * does not see the record.  Only a waker or the deadline ends it.
+ */
+void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline);
+
+/*
  * weft__wait_block - park (a task) or block (a thread) until the outcome
  * is decided; then disarm the timer and stop being the task's current
  * wait.  Returns the outcome (never PENDING).  The caller next retakes its

@@ -1,0 +1,191 @@
+/*
+ * weft/sync.h — a mutex, a condition variable, a counting semaphore and a
+ * wait group for tasks and plain threads alike.
+ *
+ * A task that has to wait is parked: its worker runs other tasks meanwhile.
+ * A plain thread (or a standalone coroutine, which runs on its resumer's
+ * thread) that has to wait blocks the thread.  Tasks and threads may share
+ * one object.
+ *
+ * Every wait can end by timeout (the _for variants, -ETIMEDOUT) and, in a
+ * task, by weft_task_cancel (-ECANCELED).  Cancellation is seen only by a
+ * call that would wait: a call that can proceed at once (a free mutex, a
+ * semaphore with units, a wait group at zero) succeeds even in a cancelled
+ * task, as weft_event_wait does on a set event.  A timed wait whose timer
+ * cannot be armed for lack of memory returns -ENOMEM without waiting.
+ * A call that fails has no other effect.
+ *
+ * Waiters are served first come, first served, and what a waker releases
+ * goes straight to the waiter it wakes (the mutex, a semaphore unit), so a
+ * newcomer cannot take it in between and a waiter cannot starve.
+ *
+ * The structs are embedded by the user and set up with their _init (all
+ * the set-up they need; zero-filled memory is not enough); their fields
+ * are private.  An object's memory may be reused once no call on it is in
+ * progress.  Initialising an object in use is undefined.
+ *
+ * Extensions to the contract in DESIGN.md: weft_mutex_lock_for,
+ * weft_sem_trywait and weft_wait_group_wait_for, so that every wait has a
+ * timed or non-blocking form.
+ */
+#ifndef WEFT_SYNC_H
+#define WEFT_SYNC_H
+
+#include <stdint.h>
+#include <weft/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Private to weft: a FIFO of the waiters' records, which live on the
+ * waiters' stacks. */
+struct weft__wait;
+typedef struct weft__waitq {
+    struct weft__wait *head_, *tail_;
+} weft__waitq;
+
+/* ------------------------------------------------------------ mutex */
+
+/*
+ * A mutex is owned by the task that locked it, wherever that task runs
+ * later (it may unlock on another thread), or else by the thread that
+ * locked it.  It is not recursive.
+ */
+typedef struct weft_mutex {
+    /* fields are private */
+    uint32_t state_;     /* 0 free, 1 locked, 2 locked and maybe waiters */
+    uint32_t lock_;      /* guards q_                                    */
+    uintptr_t owner_;    /* the owning task or thread, 0 when free       */
+    weft__waitq q_;
+} weft_mutex;
+
+/* weft_mutex_init - an unlocked mutex.  Any context; nothing for NULL. */
+WEFT_API void weft_mutex_init(weft_mutex *m);
+
+/*
+ * weft_mutex_lock - lock m, waiting while another holds it.
+ * Returns 0, -EINVAL (NULL), -EDEADLK (the caller holds m already),
+ * -ECANCELED (in a task that was cancelled before or while it waited: it
+ * does not hold m).
+ */
+WEFT_API int weft_mutex_lock(weft_mutex *m);
+
+/* weft_mutex_lock_for - as weft_mutex_lock, waiting at most timeout_ns;
+ * also -ETIMEDOUT, -ENOMEM (the caller does not hold m). */
+WEFT_API int weft_mutex_lock_for(weft_mutex *m, uint64_t timeout_ns);
+
+/* weft_mutex_trylock - lock m if it is free.  Returns 0, -EINVAL (NULL),
+ * -EBUSY (held, by the caller or another). */
+WEFT_API int weft_mutex_trylock(weft_mutex *m);
+
+/* weft_mutex_unlock - unlock m; the longest waiter, if any, gets it.
+ * Returns 0, -EINVAL (NULL), -EPERM (the caller does not hold m). */
+WEFT_API int weft_mutex_unlock(weft_mutex *m);
+
+/* ------------------------------------------------------------ condition */
+
+typedef struct weft_cond {
+    /* fields are private */
+    uint32_t lock_;      /* guards q_ */
+    weft__waitq q_;
+} weft_cond;
+
+/* weft_cond_init - a condition nobody waits on.  Nothing for NULL. */
+WEFT_API void weft_cond_init(weft_cond *c);
+
+/*
+ * weft_cond_wait - with m held by the caller: release m and wait for a
+ * signal on c, as one step (a signal sent after m is released is not
+ * missed); then lock m again.  Whatever it returns, other than -EINVAL and
+ * -EPERM, it returns holding m: after a timeout or a cancellation it still
+ * waits for m first (that re-lock is not cancellable).  Like every
+ * condition variable, a return does not prove the awaited condition:
+ * check it in a loop.
+ * Returns 0, -EINVAL (NULL), -EPERM (the caller does not hold m),
+ * -ECANCELED (in a cancelled task; if it was cancelled before the call, m
+ * was never released).
+ */
+WEFT_API int weft_cond_wait(weft_cond *c, weft_mutex *m);
+
+/* weft_cond_wait_for - as weft_cond_wait, waiting for a signal at most
+ * timeout_ns; also -ETIMEDOUT, -ENOMEM (no memory for its timer). */
+WEFT_API int weft_cond_wait_for(weft_cond *c, weft_mutex *m,
+                                uint64_t timeout_ns);
+
+/* weft_cond_signal - wake the longest waiter, if any.  Any context, m held
+ * or not; nothing for NULL. */
+WEFT_API void weft_cond_signal(weft_cond *c);
+
+/* weft_cond_broadcast - wake every waiter.  Nothing for NULL. */
+WEFT_API void weft_cond_broadcast(weft_cond *c);
+
+/* ------------------------------------------------------------ semaphore */
+
+typedef struct weft_sem {
+    /* fields are private */
+    uint64_t count_;     /* units available (none while anyone waits) */
+    uint32_t lock_;      /* guards count_ and q_                       */
+    weft__waitq q_;
+} weft_sem;
+
+/* weft_sem_init - a semaphore holding count units.  Nothing for NULL. */
+WEFT_API void weft_sem_init(weft_sem *s, unsigned count);
+
+/* weft_sem_wait - take a unit, waiting while there is none.
+ * Returns 0, -EINVAL (NULL), -ECANCELED. */
+WEFT_API int weft_sem_wait(weft_sem *s);
+
+/* weft_sem_wait_for - as weft_sem_wait, waiting at most timeout_ns; also
+ * -ETIMEDOUT, -ENOMEM. */
+WEFT_API int weft_sem_wait_for(weft_sem *s, uint64_t timeout_ns);
+
+/* weft_sem_trywait - take a unit if one is there.  Returns 0, -EINVAL
+ * (NULL), -EAGAIN (none). */
+WEFT_API int weft_sem_trywait(weft_sem *s);
+
+/* weft_sem_post - add a unit: it goes to the longest waiter if there is
+ * one.  Any context; nothing for NULL.  The count is 64 bits wide: it
+ * cannot overflow in practice. */
+WEFT_API void weft_sem_post(weft_sem *s);
+
+/* ------------------------------------------------------------ wait group */
+
+/*
+ * A counter of outstanding jobs (Go's sync.WaitGroup): add before
+ * starting jobs, done as each ends, wait until the counter is zero.
+ */
+typedef struct weft_wait_group {
+    /* fields are private */
+    uint64_t count_;     /* outstanding jobs                */
+    uint32_t lock_;      /* guards count_ and q_            */
+    weft__waitq q_;
+} weft_wait_group;
+
+/* weft_wait_group_init - a group with nothing outstanding.  Nothing for
+ * NULL. */
+WEFT_API void weft_wait_group_init(weft_wait_group *wg);
+
+/* weft_wait_group_add - n more jobs.  Nothing for NULL. */
+WEFT_API void weft_wait_group_add(weft_wait_group *wg, unsigned n);
+
+/* weft_wait_group_done - one job ended; at zero every waiter is woken.
+ * A done with nothing outstanding (one done too many) does nothing: the
+ * counter never goes below zero (Go panics there; this library does not
+ * abort on misuse). */
+WEFT_API void weft_wait_group_done(weft_wait_group *wg);
+
+/* weft_wait_group_wait - wait until nothing is outstanding.
+ * Returns 0, -EINVAL (NULL), -ECANCELED. */
+WEFT_API int weft_wait_group_wait(weft_wait_group *wg);
+
+/* weft_wait_group_wait_for - as weft_wait_group_wait, waiting at most
+ * timeout_ns; also -ETIMEDOUT, -ENOMEM. */
+WEFT_API int weft_wait_group_wait_for(weft_wait_group *wg,
+                                      uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_SYNC_H */

@@ -1,0 +1,84 @@
+/*
+ * st.h — helpers for the sync and channel tests, on top of tests/pool/wt.h
+ * (checks, watchdog, pools).
+ *
+ * st_await_parked(t) waits until task t is parked in a wait (its current
+ * wait record is set and it has switched out), read from the runtime's
+ * own task record: a test that must act on a *blocked* task (cancel it,
+ * hand it something) waits for exactly that instead of sleeping.
+ */
+#ifndef ST_H
+#define ST_H
+
+#include "../pool/wt.h"
+
+#include <weft/chan.h>
+#include <weft/sync.h>
+#include <weft/timer.h>
+
+#include "runtime.h"
+#include "sync/waitq.h"
+
+/* Whether t is parked in a wait now. */
+static inline bool st_parked(weft_task *t)
+{
+    weft__spin_lock(&t->wait_lock);
+    bool waiting = t->cur_wait != NULL;
+    weft__spin_unlock(&t->wait_lock);
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    return waiting && (s & WEFT__T_LIFECYCLE) == WEFT__T_IDLE;
+}
+
+static inline void st_await_parked(weft_task *t)
+{
+    while (!st_parked(t))
+        sched_yield();
+}
+
+/* Records listed in q, counted under its lock. */
+static inline unsigned st_listed(uint32_t *lock, weft__waitq *q)
+{
+    unsigned n = 0;
+    weft__wq_lock(lock);
+    for (struct weft__wait *w = q->head_; w; w = w->next)
+        n++;
+    weft__wq_unlock(lock);
+    return n;
+}
+
+/* Wait until exactly n records are listed in q. */
+static inline void st_await_listed(uint32_t *lock, weft__waitq *q, unsigned n)
+{
+    while (st_listed(lock, q) != n)
+        sched_yield();
+}
+
+/* Spawn fn(arg) on p, keeping the handle. */
+static inline weft_task *st_spawn(weft_pool *p, weft_fn fn, void *arg)
+{
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn(p, fn, arg, &t), 0);
+    assert_non_null(t);
+    return t;
+}
+
+/* sync_wait t from the main thread; its result as an int. */
+static inline intptr_t st_join(weft_task *t)
+{
+    void *r = P(-12345);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    return I(r);
+}
+
+/* Iteration counts shrink under WEFT_STRESS_SCALE (sanitizer builds). */
+static inline unsigned st_scaled(unsigned n)
+{
+    const char *s = getenv("WEFT_STRESS_SCALE");
+    double f = s && *s ? atof(s) : 1.0;
+    if (f <= 0 || f > 1)
+        f = 1.0;
+    unsigned r = (unsigned)(n * f);
+    return r ? r : 1;
+}
+
+#endif /* ST_H */

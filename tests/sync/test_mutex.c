@@ -1,0 +1,353 @@
+/*
+ * test_mutex.c — weft_mutex: semantics in each context, ownership, FIFO
+ * hand-off, timeouts and cancellation.  The 10,000-task contention test is
+ * in stress_sync.c.
+ *
+ * Task bodies report through CHECK (tests/check.h), never cmocka asserts.
+ */
+#include "st.h"
+
+/* ------------------------------------------------------------------ */
+/* Semantics, the same in a plain thread, a lazy task and a pool task   */
+
+static void basic_semantics(void)
+{
+    weft_mutex m;
+    weft_mutex_init(&m);
+    CHECK_EQ(weft_mutex_unlock(&m), -EPERM); /* never locked */
+    CHECK_EQ(weft_mutex_lock(&m), 0);
+    CHECK_EQ(weft_mutex_trylock(&m), -EBUSY);
+    CHECK_EQ(weft_mutex_lock(&m), -EDEADLK);
+    CHECK_EQ(weft_mutex_lock_for(&m, MS(1)), -EDEADLK);
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+    CHECK_EQ(weft_mutex_unlock(&m), -EPERM); /* twice */
+    CHECK_EQ(weft_mutex_trylock(&m), 0);
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+    CHECK_EQ(weft_mutex_lock_for(&m, 0), 0);
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+    CHECK_EQ(weft_mutex_lock_for(&m, MS(10)), 0);
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+
+    CHECK_EQ(weft_mutex_lock(NULL), -EINVAL);
+    CHECK_EQ(weft_mutex_lock_for(NULL, 5), -EINVAL);
+    CHECK_EQ(weft_mutex_trylock(NULL), -EINVAL);
+    CHECK_EQ(weft_mutex_unlock(NULL), -EINVAL);
+    weft_mutex_init(NULL);
+}
+
+static void *basic_in_task(void *arg)
+{
+    basic_semantics();
+    return arg;
+}
+
+static void test_basic(void **state)
+{
+    basic_semantics();
+    wt_run_lazy(basic_in_task, NULL);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_int_equal(I(wt_run(p, basic_in_task, P(7))), 7);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Ownership: a task is not the thread that holds it, and vice versa     */
+
+struct own {
+    weft_mutex m;
+    weft_event locked, release;
+};
+
+/* Held by the main thread: a task may not unlock or take it. */
+static void *not_the_owner(void *arg)
+{
+    weft_mutex *m = arg;
+    CHECK_EQ(weft_mutex_unlock(m), -EPERM);
+    CHECK_EQ(weft_mutex_trylock(m), -EBUSY);
+    uint64_t t0 = wt_now_ns();
+    CHECK_EQ(weft_mutex_lock_for(m, MS(20)), -ETIMEDOUT);
+    CHECK(wt_now_ns() - t0 >= MS(20));
+    CHECK_EQ(weft_mutex_lock_for(m, 0), -ETIMEDOUT);
+    return NULL;
+}
+
+/* Locks, then holds it across suspensions (it may move between workers)
+ * until released; only then unlocks. */
+static void *owner_task(void *arg)
+{
+    struct own *o = arg;
+    CHECK_EQ(weft_mutex_lock(&o->m), 0);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ(weft_yield(), 0);
+    weft_event_set(&o->locked);
+    CHECK_EQ(weft_event_wait(&o->release), 0);
+    CHECK_EQ(weft_sleep(MS(1)), 0);
+    CHECK_EQ(weft_mutex_unlock(&o->m), 0);
+    return NULL;
+}
+
+static void *plain_not_owner(void *arg)
+{
+    weft_mutex *m = arg;
+    CHECK_EQ(weft_mutex_unlock(m), -EPERM);
+    CHECK_EQ(weft_mutex_trylock(m), -EBUSY);
+    CHECK_EQ(weft_mutex_lock_for(m, MS(5)), -ETIMEDOUT);
+    return NULL;
+}
+
+static void test_ownership(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    struct own o;
+    weft_mutex_init(&o.m);
+    weft_event_init(&o.locked);
+    weft_event_init(&o.release);
+
+    assert_int_equal(weft_mutex_lock(&o.m), 0);
+    wt_run(p, not_the_owner, &o.m);
+    wt_join(wt_thread(plain_not_owner, &o.m)); /* another thread */
+    assert_int_equal(weft_mutex_unlock(&o.m), 0); /* unchanged: still ours */
+
+    weft_task *t = st_spawn(p, owner_task, &o);
+    assert_int_equal(weft_event_wait(&o.locked), 0);
+    assert_int_equal(weft_mutex_unlock(&o.m), -EPERM);
+    assert_int_equal(weft_mutex_trylock(&o.m), -EBUSY);
+    wt_run(p, not_the_owner, &o.m); /* another task */
+    weft_event_set(&o.release);
+    st_join(t);
+    assert_int_equal(weft_mutex_trylock(&o.m), 0);
+    assert_int_equal(weft_mutex_unlock(&o.m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Hand-off: waiters get the mutex in the order they came               */
+
+#define FIFO_N 6
+
+struct fifo {
+    weft_mutex m;
+    int order[FIFO_N];
+    int next;                    /* under m */
+};
+
+struct fifo_arg {
+    struct fifo *f;
+    int id;
+};
+
+static void *fifo_waiter(void *arg)
+{
+    struct fifo_arg *a = arg;
+    CHECK_EQ(weft_mutex_lock(&a->f->m), 0);
+    a->f->order[a->f->next++] = a->id;
+    CHECK_EQ(weft_mutex_unlock(&a->f->m), 0);
+    return NULL;
+}
+
+static void test_fifo_handoff(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    struct fifo f = {.next = 0};
+    struct fifo_arg args[FIFO_N];
+    weft_task *ts[FIFO_N];
+    weft_mutex_init(&f.m);
+    assert_int_equal(weft_mutex_lock(&f.m), 0);
+    for (int i = 0; i < FIFO_N; i++) {
+        args[i] = (struct fifo_arg){&f, i};
+        ts[i] = st_spawn(p, fifo_waiter, &args[i]);
+        st_await_parked(ts[i]); /* listed before the next one comes */
+    }
+    assert_int_equal(st_listed(&f.m.lock_, &f.m.q_), FIFO_N);
+    assert_int_equal(weft_mutex_unlock(&f.m), 0);
+    /* Handed to the first waiter: not free for a newcomer. */
+    assert_int_equal(weft_mutex_trylock(&f.m), -EBUSY);
+    for (int i = 0; i < FIFO_N; i++)
+        st_join(ts[i]);
+    assert_int_equal(f.next, FIFO_N);
+    for (int i = 0; i < FIFO_N; i++)
+        assert_int_equal(f.order[i], i);
+    assert_int_equal(weft_mutex_trylock(&f.m), 0);
+    assert_int_equal(weft_mutex_unlock(&f.m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Timeouts and cancellation                                            */
+
+struct blocked {
+    weft_mutex *m;
+    _Atomic int returned;
+};
+
+static void *lock_blocked(void *arg)
+{
+    struct blocked *b = arg;
+    int rc = weft_mutex_lock(b->m);
+    atomic_store(&b->returned, 1);
+    if (rc == 0)
+        CHECK_EQ(weft_mutex_unlock(b->m), 0);
+    return P(rc);
+}
+
+static void *lock_for_blocked(void *arg)
+{
+    struct blocked *b = arg;
+    uint64_t t0 = wt_now_ns();
+    int rc = weft_mutex_lock_for(b->m, MS(30));
+    CHECK(wt_now_ns() - t0 >= MS(30));
+    return P(rc);
+}
+
+static void test_cancel(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_mutex m;
+    weft_mutex_init(&m);
+    assert_int_equal(weft_mutex_lock(&m), 0);
+
+    struct blocked b = {.m = &m};
+    weft_task *t = st_spawn(p, lock_blocked, &b);
+    st_await_parked(t);
+    assert_int_equal(weft_task_cancel(t), 0);
+    assert_int_equal(st_join(t), -ECANCELED);
+    /* It did not get the mutex, and took nothing from it. */
+    assert_int_equal(weft_mutex_unlock(&m), 0);
+    assert_int_equal(weft_mutex_trylock(&m), 0);
+
+    /* A timed lock times out while the main thread holds it. */
+    t = st_spawn(p, lock_for_blocked, &b);
+    assert_int_equal(st_join(t), -ETIMEDOUT);
+
+    /* A waiter that gave up does not swallow the next unlock: the one
+     * behind it gets the mutex. */
+    struct blocked b2 = {.m = &m};
+    t = st_spawn(p, lock_blocked, &b);
+    st_await_parked(t);
+    weft_task *t2 = st_spawn(p, lock_blocked, &b2);
+    st_await_parked(t2);
+    assert_int_equal(weft_task_cancel(t), 0);
+    assert_int_equal(st_join(t), -ECANCELED);
+    assert_int_equal(atomic_load(&b2.returned), 0);
+    assert_int_equal(weft_mutex_unlock(&m), 0);
+    assert_int_equal(st_join(t2), 0);
+    assert_int_equal(weft_mutex_trylock(&m), 0);
+    assert_int_equal(weft_mutex_unlock(&m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A cancelled task still takes a free mutex (cancellation is seen only by
+ * a call that would wait), and a contended one returns -ECANCELED at
+ * once. */
+static void *cancelled_body(void *arg)
+{
+    weft_mutex *m = arg;
+    CHECK_EQ(weft_mutex_lock_for(m, MS(10000)), -ECANCELED);
+    CHECK_EQ(weft_mutex_lock(m), -ECANCELED);
+    CHECK_EQ(weft_mutex_trylock(m), -EBUSY);
+    return NULL;
+}
+
+static void *cancelled_free_body(void *arg)
+{
+    weft_mutex *m = arg;
+    CHECK_EQ(weft_mutex_lock(m), 0);
+    CHECK_EQ(weft_mutex_unlock(m), 0);
+    return NULL;
+}
+
+static void test_cancelled_before(void **state)
+{
+    (void)state;
+    weft_mutex m;
+    weft_mutex_init(&m);
+    weft_task *t;
+    assert_int_equal(weft_task_create(&t, cancelled_free_body, &m, NULL), 0);
+    assert_int_equal(weft_task_cancel(t), 0);
+    st_join(t); /* lazy: runs here, cancelled from the start */
+
+    assert_int_equal(weft_mutex_lock(&m), 0);
+    assert_int_equal(weft_task_create(&t, cancelled_body, &m, NULL), 0);
+    assert_int_equal(weft_task_cancel(t), 0);
+    uint64_t t0 = wt_now_ns();
+    st_join(t);
+    assert_true(wt_now_ns() - t0 < MS(5000));
+    assert_int_equal(weft_mutex_unlock(&m), 0);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Plain threads and tasks on one mutex                                  */
+
+struct mixed {
+    weft_mutex m;
+    long counter;       /* plain: only ever touched with m held */
+    unsigned iters;
+};
+
+static void bump(struct mixed *x, bool in_task)
+{
+    for (unsigned i = 0; i < x->iters; i++) {
+        CHECK_EQ(weft_mutex_lock(&x->m), 0);
+        long c = x->counter;
+        if (in_task && i % 8 == 0)
+            CHECK_EQ(weft_yield(), 0); /* hold it across a suspension */
+        else
+            wt_spin(20);
+        x->counter = c + 1;
+        CHECK_EQ(weft_mutex_unlock(&x->m), 0);
+    }
+}
+
+static void *bump_task(void *arg)
+{
+    bump(arg, true);
+    return NULL;
+}
+
+static void *bump_thread(void *arg)
+{
+    bump(arg, false);
+    return NULL;
+}
+
+static void test_threads_and_tasks(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    struct mixed x = {.counter = 0, .iters = st_scaled(2000)};
+    weft_mutex_init(&x.m);
+    enum { TASKS = 8, THREADS = 2 };
+    weft_task *ts[TASKS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < TASKS; i++)
+        ts[i] = st_spawn(p, bump_task, &x);
+    for (int i = 0; i < THREADS; i++)
+        th[i] = wt_thread(bump_thread, &x);
+    for (int i = 0; i < TASKS; i++)
+        st_join(ts[i]);
+    for (int i = 0; i < THREADS; i++)
+        wt_join(th[i]);
+    assert_int_equal(x.counter, (long)(TASKS + THREADS) * x.iters);
+    assert_int_equal(weft_mutex_trylock(&x.m), 0);
+    assert_int_equal(weft_mutex_unlock(&x.m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+int main(void)
+{
+    wt_main_init();
+    const struct CMUnitTest tests[] = {
+        WT_TEST(test_basic),
+        WT_TEST(test_ownership),
+        WT_TEST(test_fifo_handoff),
+        WT_TEST(test_cancel),
+        WT_TEST1(test_cancelled_before),
+        WT_TEST(test_threads_and_tasks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
