@@ -20,6 +20,8 @@
 #include "wt.h"
 
 #include <weft/blocking.h>
+#include <weft/chan.h>
+#include <weft/sync.h>
 
 #include <limits.h>
 
@@ -707,6 +709,198 @@ static int blocking_fn_null(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Sync primitives and the channel                                      */
+
+static int mutex_init_null(void) { weft_mutex_init(NULL); return 0; }
+static int mutex_lock_null(void) { return weft_mutex_lock(NULL); }
+static int mutex_lock_for_null(void) { return weft_mutex_lock_for(NULL, MS(1)); }
+static int mutex_trylock_null(void) { return weft_mutex_trylock(NULL); }
+static int mutex_unlock_null(void) { return weft_mutex_unlock(NULL); }
+
+static int mutex_unlock_free(void)
+{
+    weft_mutex m;
+    weft_mutex_init(&m);
+    int rc = weft_mutex_unlock(&m);
+    CHECK_EQ(weft_mutex_trylock(&m), 0); /* still free: nothing changed */
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+    return rc;
+}
+
+static int mutex_relock(void)
+{
+    weft_mutex m;
+    weft_mutex_init(&m);
+    CHECK_EQ(weft_mutex_lock(&m), 0);
+    int rc = weft_mutex_lock(&m);
+    CHECK_EQ(weft_mutex_unlock(&m), 0); /* still held once */
+    return rc;
+}
+
+static int mutex_trylock_held(void)
+{
+    weft_mutex m;
+    weft_mutex_init(&m);
+    CHECK_EQ(weft_mutex_lock(&m), 0);
+    int rc = weft_mutex_trylock(&m);
+    CHECK_EQ(weft_mutex_unlock(&m), 0);
+    return rc;
+}
+
+static int cond_init_null(void) { weft_cond_init(NULL); return 0; }
+static int cond_signal_null(void) { weft_cond_signal(NULL); return 0; }
+static int cond_broadcast_null(void) { weft_cond_broadcast(NULL); return 0; }
+
+static int cond_wait_null(void)
+{
+    weft_mutex m;
+    weft_mutex_init(&m);
+    return weft_cond_wait(NULL, &m);
+}
+
+static int cond_wait_mutex_null(void)
+{
+    weft_cond c;
+    weft_cond_init(&c);
+    return weft_cond_wait(&c, NULL);
+}
+
+static int cond_wait_unheld(void)
+{
+    weft_cond c;
+    weft_mutex m;
+    weft_cond_init(&c);
+    weft_mutex_init(&m);
+    return weft_cond_wait(&c, &m);
+}
+
+static int cond_wait_for_unheld(void)
+{
+    weft_cond c;
+    weft_mutex m;
+    weft_cond_init(&c);
+    weft_mutex_init(&m);
+    return weft_cond_wait_for(&c, &m, MS(1));
+}
+
+static int sem_init_null(void) { weft_sem_init(NULL, 1); return 0; }
+static int sem_post_null(void) { weft_sem_post(NULL); return 0; }
+static int sem_wait_null(void) { return weft_sem_wait(NULL); }
+static int sem_wait_for_null(void) { return weft_sem_wait_for(NULL, MS(1)); }
+static int sem_trywait_null(void) { return weft_sem_trywait(NULL); }
+
+static int sem_trywait_empty(void)
+{
+    weft_sem s;
+    weft_sem_init(&s, 0);
+    return weft_sem_trywait(&s);
+}
+
+static int wait_group_init_null(void) { weft_wait_group_init(NULL); return 0; }
+static int wait_group_add_null(void) { weft_wait_group_add(NULL, 1); return 0; }
+static int wait_group_done_null(void) { weft_wait_group_done(NULL); return 0; }
+static int wait_group_wait_null(void) { return weft_wait_group_wait(NULL); }
+static int wait_group_wait_for_null(void)
+{
+    return weft_wait_group_wait_for(NULL, MS(1));
+}
+
+static int wait_group_done_below_zero(void)
+{
+    weft_wait_group wg;
+    weft_wait_group_init(&wg);
+    weft_wait_group_done(&wg);
+    weft_wait_group_add(&wg, 1);
+    weft_wait_group_done(&wg);
+    return weft_wait_group_wait_for(&wg, 0); /* zero: returns at once */
+}
+
+static int chan_create_out_null(void) { return weft_chan_create(NULL, 1); }
+
+static int chan_create_huge(void)
+{
+    weft_chan *ch = OLD;
+    int rc = weft_chan_create(&ch, SIZE_MAX);
+    CHECK_PTR_EQ(ch, OLD);
+    return rc;
+}
+
+static int chan_send_null(void) { return weft_chan_send(NULL, P(1)); }
+static int chan_recv_null(void)
+{
+    void *v = OLD;
+    return weft_chan_recv(NULL, &v);
+}
+static int chan_close_null(void) { weft_chan_close(NULL); return 0; }
+static int chan_destroy_null(void) { return weft_chan_destroy(NULL); }
+
+/* A channel of capacity 1 holding one value, for the cases below. */
+static weft_chan *chan_full(void)
+{
+    weft_chan *ch = NULL;
+    CHECK_EQ(weft_chan_create(&ch, 1), 0);
+    CHECK_EQ(weft_chan_send(ch, P(5)), 0);
+    return ch;
+}
+
+static int chan_recv_v_null(void)
+{
+    weft_chan *ch = chan_full();
+    int rc = weft_chan_recv(ch, NULL);
+    void *v = NULL;
+    CHECK_EQ(weft_chan_try_recv(ch, &v), 0); /* the value is still there */
+    CHECK_PTR_EQ(v, P(5));
+    CHECK_EQ(weft_chan_destroy(ch), 0);
+    return rc;
+}
+
+static int chan_try_send_full(void)
+{
+    weft_chan *ch = chan_full();
+    int rc = weft_chan_try_send(ch, P(6));
+    void *v = NULL;
+    CHECK_EQ(weft_chan_try_recv(ch, &v), 0);
+    CHECK_PTR_EQ(v, P(5));
+    CHECK_EQ(weft_chan_destroy(ch), 0);
+    return rc;
+}
+
+static int chan_try_recv_empty(void)
+{
+    weft_chan *ch = NULL;
+    CHECK_EQ(weft_chan_create(&ch, 1), 0);
+    void *v = OLD;
+    int rc = weft_chan_try_recv(ch, &v);
+    CHECK_PTR_EQ(v, OLD);
+    CHECK_EQ(weft_chan_destroy(ch), 0);
+    return rc;
+}
+
+static int chan_send_closed(void)
+{
+    weft_chan *ch = NULL;
+    CHECK_EQ(weft_chan_create(&ch, 1), 0);
+    weft_chan_close(ch);
+    int rc = weft_chan_send(ch, P(1));
+    CHECK_EQ(weft_chan_destroy(ch), 0);
+    return rc;
+}
+
+static int chan_recv_closed_drained(void)
+{
+    weft_chan *ch = chan_full();
+    weft_chan_close(ch);
+    void *v = NULL;
+    CHECK_EQ(weft_chan_recv(ch, &v), 0); /* the buffer drains first */
+    CHECK_PTR_EQ(v, P(5));
+    v = OLD;
+    int rc = weft_chan_recv(ch, &v);
+    CHECK_PTR_EQ(v, OLD);
+    CHECK_EQ(weft_chan_destroy(ch), 0);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The table                                                            */
 
 enum where { PLAIN, CORO, TASK, LAZY };
@@ -847,6 +1041,59 @@ static const struct row rows[] = {
         blocking_fn_null),
     ROW(weft_blocking, "`fn` NULL, in a task", -EINVAL, TASK,
         blocking_fn_null),
+
+    VAL(weft_mutex_init, "NULL", 0, "nothing (ignored)", mutex_init_null),
+    ROW(weft_mutex_lock, "NULL", -EINVAL, PLAIN, mutex_lock_null),
+    ROW(weft_mutex_lock, "held by the caller", -EDEADLK, TASK, mutex_relock),
+    ROW(weft_mutex_lock, "held by the calling thread", -EDEADLK, PLAIN,
+        mutex_relock),
+    ROW(weft_mutex_lock_for, "NULL", -EINVAL, PLAIN, mutex_lock_for_null),
+    ROW(weft_mutex_trylock, "NULL", -EINVAL, PLAIN, mutex_trylock_null),
+    ROW(weft_mutex_trylock, "held (by the caller)", -EBUSY, TASK,
+        mutex_trylock_held),
+    ROW(weft_mutex_unlock, "NULL", -EINVAL, PLAIN, mutex_unlock_null),
+    ROW(weft_mutex_unlock, "not held", -EPERM, TASK, mutex_unlock_free),
+    VAL(weft_cond_init, "NULL", 0, "nothing (ignored)", cond_init_null),
+    VAL(weft_cond_signal, "NULL", 0, "nothing (ignored)", cond_signal_null),
+    VAL(weft_cond_broadcast, "NULL", 0, "nothing (ignored)",
+        cond_broadcast_null),
+    ROW(weft_cond_wait, "`c` NULL", -EINVAL, TASK, cond_wait_null),
+    ROW(weft_cond_wait, "`m` NULL", -EINVAL, TASK, cond_wait_mutex_null),
+    ROW(weft_cond_wait, "`m` not held by the caller", -EPERM, TASK,
+        cond_wait_unheld),
+    ROW(weft_cond_wait_for, "`m` not held by the caller", -EPERM, PLAIN,
+        cond_wait_for_unheld),
+    VAL(weft_sem_init, "NULL", 0, "nothing (ignored)", sem_init_null),
+    VAL(weft_sem_post, "NULL", 0, "nothing (ignored)", sem_post_null),
+    ROW(weft_sem_wait, "NULL", -EINVAL, TASK, sem_wait_null),
+    ROW(weft_sem_wait_for, "NULL", -EINVAL, PLAIN, sem_wait_for_null),
+    ROW(weft_sem_trywait, "NULL", -EINVAL, PLAIN, sem_trywait_null),
+    ROW(weft_sem_trywait, "no unit", -EAGAIN, TASK, sem_trywait_empty),
+    VAL(weft_wait_group_init, "NULL", 0, "nothing (ignored)",
+        wait_group_init_null),
+    VAL(weft_wait_group_add, "NULL", 0, "nothing (ignored)",
+        wait_group_add_null),
+    VAL(weft_wait_group_done, "NULL", 0, "nothing (ignored)",
+        wait_group_done_null),
+    VAL(weft_wait_group_done, "more dones than adds", 0,
+        "nothing (ignored; the count stays 0)", wait_group_done_below_zero),
+    ROW(weft_wait_group_wait, "NULL", -EINVAL, TASK, wait_group_wait_null),
+    ROW(weft_wait_group_wait_for, "NULL", -EINVAL, PLAIN,
+        wait_group_wait_for_null),
+    ROW(weft_chan_create, "`out` NULL", -EINVAL, PLAIN, chan_create_out_null),
+    ROW(weft_chan_create, "capacity `SIZE_MAX`", -ENOMEM, PLAIN,
+        chan_create_huge),
+    ROW(weft_chan_send, "NULL", -EINVAL, TASK, chan_send_null),
+    ROW(weft_chan_send, "a closed channel", -EPIPE, TASK, chan_send_closed),
+    ROW(weft_chan_recv, "`ch` NULL", -EINVAL, PLAIN, chan_recv_null),
+    ROW(weft_chan_recv, "`v` NULL (the value stays)", -EINVAL, TASK,
+        chan_recv_v_null),
+    ROW(weft_chan_recv, "closed, after the buffer drained", -EPIPE, PLAIN,
+        chan_recv_closed_drained),
+    ROW(weft_chan_try_send, "full", -EAGAIN, TASK, chan_try_send_full),
+    ROW(weft_chan_try_recv, "empty", -EAGAIN, PLAIN, chan_try_recv_empty),
+    VAL(weft_chan_close, "NULL", 0, "nothing (ignored)", chan_close_null),
+    ROW(weft_chan_destroy, "NULL", -EINVAL, PLAIN, chan_destroy_null),
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])
