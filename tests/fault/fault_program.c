@@ -285,6 +285,21 @@ static void *root(void *arg)
     MUST(weft_blocking(add_one, P(5), &r));
     CHECK_EQ(I(r), 6);
 
+    /* The server layer's allocations: a channel, timers of a sleep and of
+     * timed sync waits. */
+    weft_chan *ch;
+    MUST(weft_chan_create(&ch, 2));
+    ALWAYS(weft_chan_send(ch, P(3)));
+    r = NULL;
+    ALWAYS(weft_chan_recv(ch, &r));
+    CHECK_EQ(I(r), 3);
+    EXPECT(weft_chan_recv_for(ch, &r, 1 * MS), -ETIMEDOUT, -ENOMEM, -ENOMEM);
+    ALWAYS(weft_chan_destroy(ch));
+    MUST(weft_sleep(1 * MS));
+    weft_sem sem;
+    weft_sem_init(&sem, 0);
+    EXPECT(weft_sem_wait_for(&sem, 1 * MS), -ETIMEDOUT, -ENOMEM, -ENOMEM);
+
     /* A lazy child with its own stack size, started on a worker. */
     weft_coro_opts big = {.stack_size = 128 * 1024, .name = "big"};
     await_lazy(add_one, 41, &big, 42);
