@@ -16,5 +16,9 @@ int main()
         std::fprintf(stderr, "weft_coro_status(NULL) is not DEAD\n");
         return 1;
     }
+    if (weft_wait_fd(-1, WEFT_IN | WEFT_OUT, 0) != -EBADF) {
+        std::fprintf(stderr, "weft_wait_fd(-1) is not -EBADF\n");
+        return 1;
+    }
     return 0;
 }

@@ -48,7 +48,9 @@ typedef struct weft_pool_opts {
 /*
  * weft_pool_create - start a pool.  Any context.
  * Returns 0 and sets *out, -EINVAL (out NULL, more than 1024 threads, stack
- * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started).
+ * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started),
+ * -EMFILE or -ENFILE (no file descriptors for its netpoller: an epoll
+ * instance and an eventfd, weft/io.h).
  */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
 

@@ -8,5 +8,6 @@
 #include <weft/task.h>
 #include <weft/event.h>
 #include <weft/timer.h>
+#include <weft/io.h>
 
 #endif /* WEFT_WEFT_H */
