@@ -3,8 +3,10 @@
  * (coroutines) through lock-free run queues with work stealing.
  *
  * Each worker runs a scheduler loop on its own thread.  Idle workers search
- * other workers' queues for a bounded time and then sleep on a futex; a
- * submitter wakes a sleeping worker only when no worker is searching.
+ * other workers' queues for a bounded time and then sleep on a futex (one
+ * of them in the pool's epoll netpoller instead while tasks wait on fds,
+ * weft/io.h); a submitter wakes a sleeping worker only when no worker is
+ * searching.
  *
  * Ownership: the caller owns the pool from weft_pool_create until
  * weft_pool_destroy returns.  The options struct and its name are copied.

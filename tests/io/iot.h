@@ -50,6 +50,21 @@ static inline int iot_listener(struct sockaddr_in *addr, int backlog)
     return fd;
 }
 
+/* sync_wait t (main thread); its result. */
+static inline intptr_t iot_result(weft_task *t)
+{
+    void *r = P(-12345);
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    return I(r);
+}
+
+/* weft_close both ends (io.h: fds weft has used are closed that way). */
+static inline void iot_close_pair(int sv[2])
+{
+    assert_int_equal(weft_close(sv[0]), 0);
+    assert_int_equal(weft_close(sv[1]), 0);
+}
+
 /* Waits parked on fd's record now (under its lock). */
 static inline unsigned iot_parked(int fd)
 {

@@ -67,9 +67,7 @@ static void test_wait_fd(void **state)
     assert_int_equal(weft_spawn(p, wait_in_forever, &sv[0], &t), 0);
     iot_wait_parked(sv[0], 1);
     assert_int_equal(write(sv[1], "y", 1), 1);
-    void *r = NULL;
-    assert_int_equal(weft_sync_wait(t, &r), 0);
-    assert_int_equal(I(r), WEFT_IN);
+    assert_int_equal(iot_result(t), WEFT_IN);
     assert_int_equal(iot_parked(sv[0]), 0);
 
     /* A closed fd. */
@@ -78,8 +76,7 @@ static void test_wait_fd(void **state)
     assert_int_equal(weft_wait_fd(fd, WEFT_IN, forever), -EBADF);
 
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -109,7 +106,6 @@ static void test_cancel(void **state)
     int sv[2];
     iot_pair(sv);
     weft_pool *p = wt_pool(WT_NTHREADS(state));
-    void *r = NULL;
 
     /* Parked in wait_fd, and in read. */
     weft_fn fns[] = {wait_in_forever, read_forever};
@@ -118,8 +114,7 @@ static void test_cancel(void **state)
         assert_int_equal(weft_spawn(p, fns[i], &sv[0], &t), 0);
         iot_wait_parked(sv[0], 1);
         assert_int_equal(weft_task_cancel(t), 0);
-        assert_int_equal(weft_sync_wait(t, &r), 0);
-        assert_int_equal(I(r), -ECANCELED);
+        assert_int_equal(iot_result(t), -ECANCELED);
         assert_int_equal(iot_parked(sv[0]), 0);
     }
 
@@ -127,12 +122,10 @@ static void test_cancel(void **state)
     weft_task *t;
     assert_int_equal(weft_spawn(p, wait_after_cancel, &sv[0], &t), 0);
     assert_int_equal(weft_task_cancel(t), 0);
-    assert_int_equal(weft_sync_wait(t, &r), 0);
-    assert_int_equal(I(r), 1);
+    assert_int_equal(iot_result(t), 1);
 
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -209,18 +202,21 @@ static void *echo_check(void *arg)
     return NULL;
 }
 
-/* Connect, then write the sizes in turn while a second task reads. */
-static void *echo_client(void *arg)
+/* A socket connected to addr (weft_connect: any context). */
+static int echo_connect(const struct sockaddr_in *addr)
 {
-    const struct sockaddr_in *addr = arg;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK(fd >= 0);
     CHECK_EQ(weft_connect(fd, (const struct sockaddr *)addr, sizeof *addr,
                           MS(20000)),
              0);
     CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
-    weft_task *reader;
-    CHECK_EQ(weft_spawn(weft_pool_current(), echo_check, &fd, &reader), 0);
+    return fd;
+}
+
+/* Write the sizes in turn (someone else reads), then end the stream. */
+static void echo_send(int fd)
+{
     size_t off = 0;
     for (size_t i = 0; i < sizeof echo_sizes / sizeof *echo_sizes; i++) {
         unsigned char *b = malloc(echo_sizes[i]);
@@ -231,6 +227,15 @@ static void *echo_client(void *arg)
         free(b);
     }
     CHECK_EQ(shutdown(fd, SHUT_WR), 0);
+}
+
+/* The client: a second task reads while this one writes. */
+static void *echo_client(void *arg)
+{
+    int fd = echo_connect(arg);
+    weft_task *reader;
+    CHECK_EQ(weft_spawn(weft_pool_current(), echo_check, &fd, &reader), 0);
+    echo_send(fd);
     CHECK_EQ(weft_await(reader, NULL), 0);
     CHECK_EQ(weft_close(fd), 0);
     return NULL;
@@ -256,24 +261,11 @@ static void *echo_serve_thread(void *arg) { return echo_serve(arg); }
 
 static void *echo_client_thread(void *arg)
 {
-    const struct sockaddr_in *addr = arg;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(fd >= 0);
-    CHECK_EQ(weft_connect(fd, (const struct sockaddr *)addr, sizeof *addr,
-                          MS(20000)),
-             0);
-    pthread_t reader = wt_thread(echo_check, &fd);
-    size_t off = 0;
-    for (size_t i = 0; i < sizeof echo_sizes / sizeof *echo_sizes; i++) {
-        unsigned char *b = malloc(echo_sizes[i]);
-        iot_fill(b, echo_sizes[i], ECHO_SEED, off);
-        CHECK_EQ(weft_write(fd, b, echo_sizes[i], MS(20000)),
-                 (ssize_t)echo_sizes[i]);
-        off += echo_sizes[i];
-        free(b);
-    }
-    CHECK_EQ(shutdown(fd, SHUT_WR), 0);
-    wt_join(reader);
+    int fd = echo_connect(arg);
+    pthread_t reader;
+    CHECK_EQ(pthread_create(&reader, NULL, echo_check, &fd), 0);
+    echo_send(fd);
+    CHECK_EQ(pthread_join(reader, NULL), 0);
     CHECK_EQ(weft_close(fd), 0);
     return NULL;
 }
@@ -342,13 +334,10 @@ static void test_big_write(void **state)
     /* The buffer is full and the writer parked for room. */
     iot_wait_parked(sv[0], 1);
     assert_int_equal(weft_spawn(p, slow_read, &sv[1], &r), 0);
-    void *res = NULL;
-    assert_int_equal(weft_sync_wait(w, &res), 0);
-    assert_int_equal(I(res), BIG);
+    assert_int_equal(iot_result(w), BIG);
     assert_int_equal(weft_sync_wait(r, NULL), 0);
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -384,9 +373,7 @@ static void test_close_wakes(void **state)
     iot_wait_parked(sv[0], 3);
     assert_int_equal(weft_close(sv[0]), 0);
     for (int i = 0; i < 3; i++) {
-        void *r = NULL;
-        assert_int_equal(weft_sync_wait(t[i], &r), 0);
-        assert_int_equal(I(r), -EBADF);
+        assert_int_equal(iot_result(t[i]), -EBADF);
     }
     assert_int_equal(iot_parked(sv[0]), 0);
     assert_int_equal(weft_close(sv[0]), -EBADF);
@@ -400,12 +387,38 @@ static void test_close_wakes(void **state)
     assert_int_equal(weft_spawn(p, read_forever, &sv[0], &s), 0);
     iot_wait_parked(sv[0], 1);
     assert_int_equal(shutdown(sv[0], SHUT_RDWR), 0);
-    void *r = P(-1);
-    assert_int_equal(weft_sync_wait(s, &r), 0);
-    assert_int_equal(I(r), 0);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    assert_int_equal(iot_result(s), 0);
+    iot_close_pair(sv);
     wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_pool_destroy waits for a task parked on I/O, and the pool keeps
+ * polling meanwhile. */
+static void *destroy_thread(void *arg)
+{
+    return P(weft_pool_destroy(arg));
+}
+
+static void test_destroy_waits(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_int_equal(weft_spawn(p, read_forever, &sv[0], NULL), 0);
+    iot_wait_parked(sv[0], 1);
+    pthread_t th = wt_thread(destroy_thread, p);
+    /* Shutdown has begun once spawning from outside is refused. */
+    weft_task *t = NULL;
+    while (weft_spawn(p, read_forever, &sv[0], &t) == 0) {
+        assert_int_equal(weft_task_cancel(t), 0);
+        assert_int_equal(weft_sync_wait(t, NULL), 0);
+    }
+    assert_int_equal(iot_parked(sv[0]), 1);
+    assert_int_equal(write(sv[1], "d", 1), 1);
+    assert_int_equal(I(wt_join(th)), 0);
+    assert_int_equal(iot_parked(sv[0]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -427,14 +440,11 @@ static void test_many_waiters(void **state)
         /* One edge for all of them: each must get its byte. */
         assert_int_equal(write(sv[1], "abcd", READERS), READERS);
         for (int i = 0; i < READERS; i++) {
-            void *r = NULL;
-            assert_int_equal(weft_sync_wait(t[i], &r), 0);
-            assert_int_equal(I(r), 1);
+            assert_int_equal(iot_result(t[i]), 1);
         }
     }
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -538,12 +548,9 @@ static void test_timer_while_polling(void **state)
     for (int i = 0; i < 5; i++)
         assert_int_equal(I(wt_run(p, sleeper, NULL)), 1);
     assert_int_equal(write(sv[1], "z", 1), 1);
-    void *r = NULL;
-    assert_int_equal(weft_sync_wait(reader, &r), 0);
-    assert_int_equal(I(r), 1);
+    assert_int_equal(iot_result(reader), 1);
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -575,9 +582,7 @@ static void test_other_pool(void **state)
         assert_int_equal(weft_spawn(b, read_forever, &sv[0], &t), 0);
         iot_wait_parked(sv[0], 1);
         assert_int_equal(write(sv[1], "q", 1), 1);
-        void *r = NULL;
-        assert_int_equal(weft_sync_wait(t, &r), 0);
-        assert_int_equal(I(r), 1);
+        assert_int_equal(iot_result(t), 1);
     }
 
     /* a goes away under a parked task of b's: it moves to b's. */
@@ -588,12 +593,9 @@ static void test_other_pool(void **state)
     iot_wait_parked(sv[0], 1);
     assert_ptr_equal(rec->poller, &b->net);
     assert_int_equal(write(sv[1], "r", 1), 1);
-    void *r = NULL;
-    assert_int_equal(weft_sync_wait(t, &r), 0);
-    assert_int_equal(I(r), 1);
+    assert_int_equal(iot_result(t), 1);
     wt_destroy(b);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -641,9 +643,7 @@ static void test_ping_pong(void **state)
         assert_int_equal(weft_spawn(p, ping, &sv[i][0], &t[i][0]), 0);
     }
     for (int i = 0; i < PAIRS; i++) {
-        void *r = NULL;
-        assert_int_equal(weft_sync_wait(t[i][0], &r), 0);
-        assert_int_equal(I(r), (unsigned char)ROUNDS);
+        assert_int_equal(iot_result(t[i][0]), (unsigned char)ROUNDS);
         assert_int_equal(weft_sync_wait(t[i][1], NULL), 0);
         assert_int_equal(weft_close(sv[i][0]), 0);
         assert_int_equal(weft_close(sv[i][1]), 0);
@@ -664,8 +664,7 @@ static void test_task_and_thread(void **state)
     assert_int_equal(I(wt_run(p, ping, &sv[0])), (unsigned char)ROUNDS);
     wt_join(th);
     wt_destroy(p);
-    assert_int_equal(weft_close(sv[0]), 0);
-    assert_int_equal(weft_close(sv[1]), 0);
+    iot_close_pair(sv);
     WT_CLEAN();
 }
 
@@ -679,6 +678,7 @@ int main(void)
         WT_TEST1(test_tcp_echo_threads),
         WT_TEST(test_big_write),
         WT_TEST(test_close_wakes),
+        WT_TEST(test_destroy_waits),
         WT_TEST(test_many_waiters),
         WT_TEST(test_timeouts),
         WT_TEST(test_timer_while_polling),
