@@ -3,8 +3,10 @@
  * (coroutines) through lock-free run queues with work stealing.
  *
  * Each worker runs a scheduler loop on its own thread.  Idle workers search
- * other workers' queues for a bounded time and then sleep on a futex; a
- * submitter wakes a sleeping worker only when no worker is searching.
+ * other workers' queues for a bounded time and then sleep on a futex (one
+ * of them in the pool's epoll netpoller instead while tasks wait on fds,
+ * weft/io.h); a submitter wakes a sleeping worker only when no worker is
+ * searching.
  *
  * Ownership: the caller owns the pool from weft_pool_create until
  * weft_pool_destroy returns.  The options struct and its name are copied.
@@ -48,7 +50,9 @@ typedef struct weft_pool_opts {
 /*
  * weft_pool_create - start a pool.  Any context.
  * Returns 0 and sets *out, -EINVAL (out NULL, more than 1024 threads, stack
- * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started).
+ * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started),
+ * -EMFILE or -ENFILE (no file descriptors for its netpoller: an epoll
+ * instance and an eventfd, weft/io.h).
  */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
 

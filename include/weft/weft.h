@@ -11,5 +11,6 @@
 #include <weft/blocking.h>
 #include <weft/sync.h>
 #include <weft/chan.h>
+#include <weft/io.h>
 
 #endif /* WEFT_WEFT_H */

@@ -11,7 +11,10 @@
  * stealing (one busy producer serialises everything).
  *
  * Idle workers search (steal) with at most half of the busy workers
- * searching at once, then park on their own parker (futex).
+ * searching at once, then park on their own parker (futex); while tasks
+ * wait on sockets, one of them parks in the pool's netpoller (epoll_wait)
+ * instead, and busy workers poll it without blocking when they run out of
+ * local work and at the fairness tick (src/io/netpoll.c has that protocol).
  *
  * No lost wakeup.  Two mirrored patterns around one StoreLoad barrier:
  *
@@ -26,7 +29,12 @@
  * follows the push and finds the task.  A submitter that sees
  * nspinning > 0 leaves the task to a searcher, which either finds it or
  * re-checks as above before it parks.  Workers park through their parker,
- * which keeps an unpark that arrives before the park (parker.h).
+ * which keeps an unpark that arrives before the park (parker.h), or, the
+ * one that holds the netpoller, in epoll_wait, woken through the pool's
+ * eventfd, whose count likewise keeps a write that comes first: a waker
+ * reads the worker's in_poll where it takes it off the idle list (under
+ * idle_lock, where the worker set it before joining the list) and wakes it
+ * the matching way.
  * The barrier on the submitter's side: a push to the global queue is an
  * atomic exchange (a full barrier).  A worker's push to its own ring has no
  * barrier: if a searcher misses that task, the pushing worker still runs it
@@ -199,11 +207,17 @@ static void wakep(weft_pool *p)
                                                  memory_order_relaxed))
         return;
     weft__spin_lock(&p->idle_lock);
-    struct weft__worker *w = p->idle_list;
+    struct weft__worker **link = &p->idle_list;
+    /* Leave the netpoller's worker in epoll_wait if another sleeps. */
+    if (*link && (*link)->in_poll && (*link)->idle_next)
+        link = &(*link)->idle_next;
+    struct weft__worker *w = *link;
+    bool in_poll = false;
     if (w) {
-        p->idle_list = w->idle_next;
+        *link = w->idle_next;
         w->idle = false;
         w->woken = true;
+        in_poll = w->in_poll;
         atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
     }
     weft__spin_unlock(&p->idle_lock);
@@ -212,7 +226,10 @@ static void wakep(weft_pool *p)
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
         return;
     }
-    weft__parker_unpark(&w->parker);
+    if (in_poll)
+        weft__netpoll_wake(&p->net);
+    else
+        weft__parker_unpark(&w->parker);
 }
 
 void weft__pool_kick(weft_pool *p)
@@ -364,6 +381,7 @@ static void wake_all(weft_pool *p)
 {
     for (unsigned i = 0; i < p->nworkers; i++)
         weft__parker_unpark(&p->workers[i]->parker);
+    weft__netpoll_wake(&p->net); /* whoever sleeps there */
 }
 
 /* ------------------------------------------------------------ the search */
@@ -525,6 +543,8 @@ static bool park_worker(struct weft__worker *w)
     w->woken = false;
     w->idle_next = p->idle_list;
     p->idle_list = w;
+    /* Sleep in the netpoller if tasks wait on I/O and nobody else does. */
+    w->in_poll = weft__netpoll_take(&p->net);
     atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
     weft__spin_unlock(&p->idle_lock);
 
@@ -537,13 +557,19 @@ static bool park_worker(struct weft__worker *w)
     }
 
     bool sleep = !any_work(p);
-    if (sleep)
-        weft__parker_park(&w->parker, weft__timers_next(&p->timers) ==
-                                              UINT64_MAX
-                                          ? 0
-                                          : weft__timers_next(&p->timers));
+    struct epoll_event events[WEFT__NETPOLL_BATCH];
+    int nevents = 0;
+    if (sleep) {
+        uint64_t next = weft__timers_next(&p->timers);
+        if (w->in_poll)
+            nevents = weft__netpoll_block(&p->net, next, events);
+        else
+            weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next);
+    }
 
     weft__spin_lock(&p->idle_lock);
+    bool polled = w->in_poll;
+    w->in_poll = false;
     if (w->idle) {
         /* Re-check found work, a timer is due, or a wake-all: leave the
          * list ourselves.  Search again if there is work. */
@@ -561,6 +587,9 @@ static bool park_worker(struct weft__worker *w)
     }
     bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
     weft__spin_unlock(&p->idle_lock);
+    /* Off the idle list first, so the wakes do not pick this worker. */
+    if (polled)
+        weft__netpoll_finish(&p->net, events, nevents);
     if (stop) {
         found_work(w);
         return false;
@@ -587,6 +616,8 @@ static struct weft_task *find_work(struct weft__worker *w)
                     break;
             }
             weft__timers_run(&p->timers, weft__now_ns());
+            /* A busy pool must not starve I/O. */
+            weft__netpoll_poll_now(&p->net);
         }
         if (!t && w->lifo_streak < LIFO_STREAK_MAX &&
             atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
@@ -619,6 +650,8 @@ static struct weft_task *find_work(struct weft__worker *w)
             continue; /* fired timers queue tasks */
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return NULL;
+        if (weft__netpoll_poll_now(&p->net))
+            continue; /* woken I/O waits are queued here */
 
         /* Search, with at most half of the busy workers searching. */
         if (!w->spinning) {
@@ -689,6 +722,7 @@ static void free_pool(weft_pool *p, unsigned nstarted)
     }
     free(p->workers);
     cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
+    weft__netpoll_fini(&p->net);
     weft__timers_fini(&p->timers);
     free(p);
 }
@@ -712,9 +746,11 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     if (!p)
         return -ENOMEM;
     p->workers = weft__calloc(n, sizeof *p->workers);
-    if (!p->workers) {
+    int err = p->workers ? weft__netpoll_init(&p->net, p) : -ENOMEM;
+    if (err) {
+        free(p->workers);
         free(p);
-        return -ENOMEM;
+        return err;
     }
     p->nworkers = n;
     p->stack_size = stack;

@@ -16,6 +16,7 @@
 
 #include "coro.h"
 #include "ctx.h"
+#include "netpoll.h"
 #include "parker.h"
 #include "runq.h"
 #include "spinlock.h"
@@ -161,6 +162,8 @@ struct weft__worker {
     bool idle;                    /* on the idle list (under idle_lock)     */
     bool woken;                   /* taken off the idle list by a waker,
                                      counted as spinning (under idle_lock) */
+    bool in_poll;                 /* holds the netpoller and sleeps in it,
+                                     not on parker (under idle_lock)     */
     struct weft__worker *idle_next;
     /* Live-task accounting for drain, written by this worker only. */
     _Atomic int64_t arrived;      /* tasks that got this pool as home here */
@@ -198,6 +201,7 @@ struct weft_pool {
     _Atomic uint32_t outside_submitters;
 
     struct weft__timers timers;
+    struct weft__netpoll net;      /* socket I/O (src/io/netpoll.h)      */
 };
 
 /* The worker running on this thread, or NULL.  Read afresh. */

@@ -1,0 +1,690 @@
+/*
+ * test_io.c — weft/io.h: waiting on fds, read/write/accept/connect over
+ * socket pairs and loopback TCP, timeouts, cancellation, weft_close waking
+ * parked tasks, several waiters on one fd, pools sharing an fd, and the
+ * same calls from plain threads and from sync_wait's thread.
+ *
+ * Task bodies report through CHECK (wt.h).  "Parked" is checked on the
+ * netpoller's record (iot.h), never guessed with a sleep.  Every fd a
+ * weft call has used is closed with weft_close, as io.h asks: the next
+ * case gets the same numbers for new sockets.
+ */
+#include "iot.h"
+
+static int64_t forever = -1;
+
+/* ------------------------------------------------------------------ */
+/* weft_wait_fd                                                         */
+
+/* What does not need a second party; sv is a fresh blocking pair. */
+static void wait_fd_alone(int sv[2])
+{
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_OUT, 0), WEFT_OUT);
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN | WEFT_OUT, forever), WEFT_OUT);
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN, 0), -ETIMEDOUT);
+    uint64_t t0 = wt_now_ns();
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN, MS(20)), -ETIMEDOUT);
+    CHECK(wt_now_ns() - t0 >= MS(20));
+    CHECK_EQ(weft_wait_fd(sv[0], 0, 0), -EINVAL);
+    CHECK_EQ(weft_wait_fd(sv[0], 2, 0), -EINVAL);
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN | 8, 0), -EINVAL);
+    CHECK_EQ(weft_wait_fd(-1, WEFT_IN, 0), -EBADF);
+    CHECK_EQ(weft_wait_fd(1 << 23, WEFT_IN, 0), -EINVAL);
+    /* Readable now: no wait, whatever the timeout. */
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN, 0), WEFT_IN);
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN | WEFT_OUT, MS(10)),
+             WEFT_IN | WEFT_OUT);
+    char c = 0;
+    CHECK_EQ(read(sv[0], &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    CHECK_EQ(weft_wait_fd(sv[0], WEFT_IN, 0), -ETIMEDOUT);
+}
+
+static void *wait_fd_alone_task(void *arg)
+{
+    wait_fd_alone(arg);
+    return NULL;
+}
+
+static void *wait_in_forever(void *arg)
+{
+    int fd = *(int *)arg;
+    return P(weft_wait_fd(fd, WEFT_IN, forever));
+}
+
+static void test_wait_fd(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    wait_fd_alone(sv);                        /* plain thread */
+    wt_run_lazy(wait_fd_alone_task, sv);      /* task without a pool */
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    wt_run(p, wait_fd_alone_task, sv);        /* task on a pool */
+
+    /* No timeout: parked until data comes. */
+    weft_task *t;
+    assert_int_equal(weft_spawn(p, wait_in_forever, &sv[0], &t), 0);
+    iot_wait_parked(sv[0], 1);
+    assert_int_equal(write(sv[1], "y", 1), 1);
+    assert_int_equal(iot_result(t), WEFT_IN);
+    assert_int_equal(iot_parked(sv[0]), 0);
+
+    /* A closed fd. */
+    int fd = dup(sv[0]);
+    close(fd);
+    assert_int_equal(weft_wait_fd(fd, WEFT_IN, forever), -EBADF);
+
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+static void *read_forever(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    return P(weft_read(fd, &c, 1, forever));
+}
+
+static void *wait_after_cancel(void *arg)
+{
+    int fd = *(int *)arg;
+    /* weft_task_cancel came before: every blocking point says so. */
+    while (!weft__cancelled())
+        weft_yield();
+    CHECK_EQ(weft_wait_fd(fd, WEFT_IN, forever), -ECANCELED);
+    char c;
+    CHECK_EQ(weft_read(fd, &c, 1, MS(10)), -ECANCELED);
+    /* One that need not wait still completes. */
+    CHECK_EQ(weft_wait_fd(fd, WEFT_OUT, forever), WEFT_OUT);
+    return P(1);
+}
+
+static void test_cancel(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+
+    /* Parked in wait_fd, and in read. */
+    weft_fn fns[] = {wait_in_forever, read_forever};
+    for (int i = 0; i < 2; i++) {
+        weft_task *t;
+        assert_int_equal(weft_spawn(p, fns[i], &sv[0], &t), 0);
+        iot_wait_parked(sv[0], 1);
+        assert_int_equal(weft_task_cancel(t), 0);
+        assert_int_equal(iot_result(t), -ECANCELED);
+        assert_int_equal(iot_parked(sv[0]), 0);
+    }
+
+    /* Cancelled before it waits. */
+    weft_task *t;
+    assert_int_equal(weft_spawn(p, wait_after_cancel, &sv[0], &t), 0);
+    assert_int_equal(weft_task_cancel(t), 0);
+    assert_int_equal(iot_result(t), 1);
+
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Loopback TCP: accept, connect, read, write                           */
+
+struct echo_server {
+    int lfd;
+    size_t echoed;
+};
+
+/* Accept one connection, echo it until EOF. */
+static void *echo_serve(void *arg)
+{
+    struct echo_server *s = arg;
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    int fd = weft_accept(s->lfd, (struct sockaddr *)&peer, &len, MS(20000));
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return NULL;
+    CHECK_EQ(len, sizeof peer);
+    CHECK_EQ(peer.sin_family, AF_INET);
+    CHECK_EQ(ntohl(peer.sin_addr.s_addr), INADDR_LOOPBACK);
+    CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    unsigned char *buf = malloc(8192);
+    for (;;) {
+        ssize_t n = weft_read(fd, buf, 8192, MS(20000));
+        if (n <= 0) {
+            CHECK_EQ(n, 0);
+            break;
+        }
+        CHECK_EQ(weft_write(fd, buf, (size_t)n, MS(20000)), n);
+        s->echoed += (size_t)n;
+    }
+    free(buf);
+    CHECK_EQ(weft_close(fd), 0);
+    return NULL;
+}
+
+static const size_t echo_sizes[] = {1, 100, 4096, 65536, 1 << 20};
+#define ECHO_SEED 7
+
+static size_t echo_total(void)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof echo_sizes / sizeof *echo_sizes; i++)
+        total += echo_sizes[i];
+    return total;
+}
+
+/* The client's reader: everything comes back, byte for byte. */
+static void *echo_check(void *arg)
+{
+    int fd = *(int *)arg;
+    size_t total = echo_total(), off = 0, bad = 0;
+    unsigned char *buf = malloc(65536);
+    while (off < total) {
+        size_t want = total - off < 65536 ? total - off : 65536;
+        ssize_t n = weft_read(fd, buf, want, MS(20000));
+        if (n <= 0) {
+            CHECK_EQ(n, 1);
+            break;
+        }
+        bad += iot_bad(buf, (size_t)n, ECHO_SEED, off);
+        off += (size_t)n;
+    }
+    CHECK_EQ(off, total);
+    CHECK_EQ(bad, 0);
+    char c;
+    CHECK_EQ(weft_read(fd, &c, 1, MS(20000)), 0); /* the server closed */
+    free(buf);
+    return NULL;
+}
+
+/* A socket connected to addr (weft_connect: any context). */
+static int echo_connect(const struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(weft_connect(fd, (const struct sockaddr *)addr, sizeof *addr,
+                          MS(20000)),
+             0);
+    CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    return fd;
+}
+
+/* Write the sizes in turn (someone else reads), then end the stream. */
+static void echo_send(int fd)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof echo_sizes / sizeof *echo_sizes; i++) {
+        unsigned char *b = malloc(echo_sizes[i]);
+        iot_fill(b, echo_sizes[i], ECHO_SEED, off);
+        CHECK_EQ(weft_write(fd, b, echo_sizes[i], MS(20000)),
+                 (ssize_t)echo_sizes[i]);
+        off += echo_sizes[i];
+        free(b);
+    }
+    CHECK_EQ(shutdown(fd, SHUT_WR), 0);
+}
+
+/* The client: a second task reads while this one writes. */
+static void *echo_client(void *arg)
+{
+    int fd = echo_connect(arg);
+    weft_task *reader;
+    CHECK_EQ(weft_spawn(weft_pool_current(), echo_check, &fd, &reader), 0);
+    echo_send(fd);
+    CHECK_EQ(weft_await(reader, NULL), 0);
+    CHECK_EQ(weft_close(fd), 0);
+    return NULL;
+}
+
+static void test_tcp_echo(void **state)
+{
+    struct sockaddr_in addr;
+    struct echo_server s = {iot_listener(&addr, 16), 0};
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *server;
+    assert_int_equal(weft_spawn(p, echo_serve, &s, &server), 0);
+    wt_run(p, echo_client, &addr);
+    assert_int_equal(weft_sync_wait(server, NULL), 0);
+    assert_int_equal(s.echoed, echo_total());
+    assert_int_equal(weft_close(s.lfd), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* The same, every party a plain thread. */
+static void *echo_serve_thread(void *arg) { return echo_serve(arg); }
+
+static void *echo_client_thread(void *arg)
+{
+    int fd = echo_connect(arg);
+    pthread_t reader;
+    CHECK_EQ(pthread_create(&reader, NULL, echo_check, &fd), 0);
+    echo_send(fd);
+    CHECK_EQ(pthread_join(reader, NULL), 0);
+    CHECK_EQ(weft_close(fd), 0);
+    return NULL;
+}
+
+static void test_tcp_echo_threads(void **state)
+{
+    (void)state;
+    struct sockaddr_in addr;
+    struct echo_server s = {iot_listener(&addr, 16), 0};
+    pthread_t server = wt_thread(echo_serve_thread, &s);
+    pthread_t client = wt_thread(echo_client_thread, &addr);
+    wt_join(client);
+    wt_join(server);
+    assert_int_equal(s.echoed, echo_total());
+    assert_int_equal(weft_close(s.lfd), 0);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* A write much larger than the socket buffer                           */
+
+#define BIG (4u << 20)
+#define BIG_SEED 3
+
+static void *big_write(void *arg)
+{
+    int fd = *(int *)arg;
+    unsigned char *b = malloc(BIG);
+    iot_fill(b, BIG, BIG_SEED, 0);
+    ssize_t n = weft_write(fd, b, BIG, MS(60000));
+    free(b);
+    return P(n);
+}
+
+/* Reads in small pieces, letting others run between them. */
+static void *slow_read(void *arg)
+{
+    int fd = *(int *)arg;
+    unsigned char buf[1000];
+    size_t off = 0, bad = 0;
+    while (off < BIG) {
+        ssize_t n = weft_read(fd, buf, sizeof buf, MS(60000));
+        if (n <= 0) {
+            CHECK_EQ(n, 1);
+            break;
+        }
+        bad += iot_bad(buf, (size_t)n, BIG_SEED, off);
+        off += (size_t)n;
+        weft_yield();
+    }
+    CHECK_EQ(off, BIG);
+    CHECK_EQ(bad, 0);
+    return NULL;
+}
+
+static void test_big_write(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    int small = 4096;
+    assert_int_equal(
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *w, *r;
+    assert_int_equal(weft_spawn(p, big_write, &sv[0], &w), 0);
+    /* The buffer is full and the writer parked for room. */
+    iot_wait_parked(sv[0], 1);
+    assert_int_equal(weft_spawn(p, slow_read, &sv[1], &r), 0);
+    assert_int_equal(iot_result(w), BIG);
+    assert_int_equal(weft_sync_wait(r, NULL), 0);
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Closing and shutting down an fd with parked tasks                    */
+
+static void *wait_out_forever_full(void *arg)
+{
+    /* sv[0]'s buffer is full: this waits for room. */
+    int fd = *(int *)arg;
+    return P(weft_wait_fd(fd, WEFT_OUT, forever));
+}
+
+static void fill_up(int fd)
+{
+    assert_int_equal(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+    char junk[4096] = {0};
+    while (write(fd, junk, sizeof junk) > 0)
+        ;
+    assert_int_equal(errno, EAGAIN);
+}
+
+static void test_close_wakes(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    fill_up(sv[0]);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *t[3];
+    assert_int_equal(weft_spawn(p, read_forever, &sv[0], &t[0]), 0);
+    assert_int_equal(weft_spawn(p, wait_in_forever, &sv[0], &t[1]), 0);
+    assert_int_equal(weft_spawn(p, wait_out_forever_full, &sv[0], &t[2]), 0);
+    iot_wait_parked(sv[0], 3);
+    assert_int_equal(weft_close(sv[0]), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(iot_result(t[i]), -EBADF);
+    }
+    assert_int_equal(iot_parked(sv[0]), 0);
+    assert_int_equal(weft_close(sv[0]), -EBADF);
+    assert_int_equal(weft_close(-1), -EBADF);
+    assert_int_equal(weft_close(sv[1]), 0);
+
+    /* shutdown(2) of the fd itself (epoll reports a hang-up): the read
+     * sees the end of the stream. */
+    iot_pair(sv);
+    weft_task *s;
+    assert_int_equal(weft_spawn(p, read_forever, &sv[0], &s), 0);
+    iot_wait_parked(sv[0], 1);
+    assert_int_equal(shutdown(sv[0], SHUT_RDWR), 0);
+    assert_int_equal(iot_result(s), 0);
+    iot_close_pair(sv);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_pool_destroy waits for a task parked on I/O, and the pool keeps
+ * polling meanwhile. */
+static void *destroy_thread(void *arg)
+{
+    return P(weft_pool_destroy(arg));
+}
+
+static void test_destroy_waits(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_int_equal(weft_spawn(p, read_forever, &sv[0], NULL), 0);
+    iot_wait_parked(sv[0], 1);
+    pthread_t th = wt_thread(destroy_thread, p);
+    /* Shutdown has begun once spawning from outside is refused. */
+    weft_task *t = NULL;
+    while (weft_spawn(p, read_forever, &sv[0], &t) == 0) {
+        assert_int_equal(weft_task_cancel(t), 0);
+        assert_int_equal(weft_sync_wait(t, NULL), 0);
+    }
+    assert_int_equal(iot_parked(sv[0]), 1);
+    assert_int_equal(write(sv[1], "d", 1), 1);
+    assert_int_equal(I(wt_join(th)), 0);
+    assert_int_equal(iot_parked(sv[0]), 0);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Several tasks parked on one fd                                       */
+
+#define READERS 4
+
+static void test_many_waiters(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    for (int round = 0; round < 20; round++) {
+        weft_task *t[READERS];
+        for (int i = 0; i < READERS; i++)
+            assert_int_equal(weft_spawn(p, read_forever, &sv[0], &t[i]), 0);
+        iot_wait_parked(sv[0], READERS);
+        /* One edge for all of them: each must get its byte. */
+        assert_int_equal(write(sv[1], "abcd", READERS), READERS);
+        for (int i = 0; i < READERS; i++) {
+            assert_int_equal(iot_result(t[i]), 1);
+        }
+    }
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Timeouts and errors                                                  */
+
+static void timeouts(void)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+        CHECK(0);
+        return;
+    }
+    char buf[16];
+    uint64_t t0 = wt_now_ns();
+    CHECK_EQ(weft_read(sv[0], buf, sizeof buf, MS(20)), -ETIMEDOUT);
+    CHECK(wt_now_ns() - t0 >= MS(20));
+    CHECK_EQ(weft_read(sv[0], buf, sizeof buf, 0), -ETIMEDOUT);
+    CHECK_EQ(weft_write(sv[1], "hello", 5, 0), 5);
+    CHECK_EQ(weft_read(sv[0], buf, sizeof buf, 0), 5);
+    CHECK_EQ(memcmp(buf, "hello", 5), 0);
+    CHECK_EQ(weft_write(sv[1], buf, 0, 0), 0);
+    /* No reader: the write runs out of room, then out of time. */
+    unsigned char *big = calloc(1, BIG);
+    t0 = wt_now_ns();
+    CHECK_EQ(weft_write(sv[1], big, BIG, MS(20)), -ETIMEDOUT);
+    CHECK(wt_now_ns() - t0 >= MS(20));
+    free(big);
+    CHECK_EQ(weft_read(-1, buf, 1, 0), -EBADF);
+    CHECK_EQ(weft_write(-1, buf, 1, 0), -EBADF);
+    CHECK_EQ(weft_write(sv[1], buf, (size_t)SSIZE_MAX + 1, 0), -EINVAL);
+    /* A bad buffer: the kernel's error (it may look for data first). */
+    ssize_t nul = weft_read(sv[0], NULL, 1, 0);
+    CHECK(nul == -EFAULT || nul == -ETIMEDOUT);
+    CHECK_EQ(weft_close(sv[0]), 0);
+    CHECK_EQ(weft_close(sv[1]), 0);
+
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof addr;
+    CHECK_EQ(bind(lfd, (struct sockaddr *)&addr, sizeof addr), 0);
+    CHECK_EQ(listen(lfd, 4), 0);
+    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&addr, &len), 0);
+    t0 = wt_now_ns();
+    CHECK_EQ(weft_accept(lfd, NULL, NULL, MS(20)), -ETIMEDOUT);
+    CHECK(wt_now_ns() - t0 >= MS(20));
+    CHECK_EQ(weft_accept(-1, NULL, NULL, 0), -EBADF);
+    int notlistening = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(weft_accept(notlistening, NULL, NULL, 0), -EINVAL);
+    CHECK_EQ(weft_close(notlistening), 0);
+    /* Nobody listens on that port once it is closed. */
+    CHECK_EQ(weft_close(lfd), 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(weft_connect(fd, (struct sockaddr *)&addr, sizeof addr,
+                          MS(20000)),
+             -ECONNREFUSED);
+    CHECK_EQ(weft_close(fd), 0);
+    CHECK_EQ(weft_connect(-1, (struct sockaddr *)&addr, sizeof addr, 0),
+             -EBADF);
+}
+
+static void *timeouts_task(void *arg)
+{
+    timeouts();
+    return arg;
+}
+
+static void test_timeouts(void **state)
+{
+    timeouts();                       /* plain thread */
+    wt_run_lazy(timeouts_task, NULL); /* task without a pool */
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    wt_run(p, timeouts_task, NULL);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* The netpoller's worker still runs the timers                         */
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = wt_now_ns();
+    CHECK_EQ(weft_sleep(MS(20)), 0);
+    uint64_t took = wt_now_ns() - t0;
+    CHECK(took >= MS(20));
+    return P(took < MS(2000));
+}
+
+static void test_timer_while_polling(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *reader;
+    assert_int_equal(weft_spawn(p, read_forever, &sv[0], &reader), 0);
+    iot_wait_parked(sv[0], 1);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(I(wt_run(p, sleeper, NULL)), 1);
+    assert_int_equal(write(sv[1], "z", 1), 1);
+    assert_int_equal(iot_result(reader), 1);
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* An fd first waited on by another pool                                */
+
+static void *wait_briefly(void *arg)
+{
+    int fd = *(int *)arg;
+    return P(weft_wait_fd(fd, WEFT_IN, MS(1)));
+}
+
+static void test_other_pool(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *a = wt_pool_named(n, "a");
+    weft_pool *b = wt_pool_named(n, "b");
+    /* Registered with a's netpoller by a's task. */
+    assert_int_equal(I(wt_run(a, wait_briefly, &sv[0])), -ETIMEDOUT);
+    struct weft__fd *rec;
+    assert_int_equal(weft__fd_get(sv[0], &rec), 0);
+    assert_ptr_equal(rec->poller, &a->net);
+
+    /* b's task parks there; a's netpoller wakes it. */
+    for (int i = 0; i < 10; i++) {
+        weft_task *t;
+        assert_int_equal(weft_spawn(b, read_forever, &sv[0], &t), 0);
+        iot_wait_parked(sv[0], 1);
+        assert_int_equal(write(sv[1], "q", 1), 1);
+        assert_int_equal(iot_result(t), 1);
+    }
+
+    /* a goes away under a parked task of b's: it moves to b's. */
+    weft_task *t;
+    assert_int_equal(weft_spawn(b, read_forever, &sv[0], &t), 0);
+    iot_wait_parked(sv[0], 1);
+    wt_destroy(a);
+    iot_wait_parked(sv[0], 1);
+    assert_ptr_equal(rec->poller, &b->net);
+    assert_int_equal(write(sv[1], "r", 1), 1);
+    assert_int_equal(iot_result(t), 1);
+    wt_destroy(b);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Ping-pong: a lost wake-up hangs here (watchdog)                      */
+
+#define PAIRS 8
+#define ROUNDS 2000
+
+static void *ping(void *arg)
+{
+    int fd = *(int *)arg;
+    unsigned char c = 0;
+    for (unsigned i = 0; i < ROUNDS; i++) {
+        unsigned char out = (unsigned char)i, in = 0;
+        CHECK_EQ(weft_write(fd, &out, 1, forever), 1);
+        CHECK_EQ(weft_read(fd, &in, 1, forever), 1);
+        CHECK_EQ(in, (unsigned char)(out + 1));
+        c = in;
+    }
+    return P(c);
+}
+
+static void *pong(void *arg)
+{
+    int fd = *(int *)arg;
+    for (unsigned i = 0; i < ROUNDS; i++) {
+        unsigned char in = 0;
+        CHECK_EQ(weft_read(fd, &in, 1, forever), 1);
+        CHECK_EQ(in, (unsigned char)i);
+        in++;
+        CHECK_EQ(weft_write(fd, &in, 1, forever), 1);
+    }
+    return NULL;
+}
+
+static void test_ping_pong(void **state)
+{
+    int sv[PAIRS][2];
+    weft_task *t[PAIRS][2];
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    for (int i = 0; i < PAIRS; i++) {
+        iot_pair(sv[i]);
+        assert_int_equal(weft_spawn(p, pong, &sv[i][1], &t[i][1]), 0);
+        assert_int_equal(weft_spawn(p, ping, &sv[i][0], &t[i][0]), 0);
+    }
+    for (int i = 0; i < PAIRS; i++) {
+        assert_int_equal(iot_result(t[i][0]), (unsigned char)ROUNDS);
+        assert_int_equal(weft_sync_wait(t[i][1], NULL), 0);
+        assert_int_equal(weft_close(sv[i][0]), 0);
+        assert_int_equal(weft_close(sv[i][1]), 0);
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A task on a pool and a plain thread on the two ends. */
+static void *pong_thread(void *arg) { return pong(arg); }
+
+static void test_task_and_thread(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    pthread_t th = wt_thread(pong_thread, &sv[1]);
+    assert_int_equal(I(wt_run(p, ping, &sv[0])), (unsigned char)ROUNDS);
+    wt_join(th);
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+int main(void)
+{
+    wt_main_init();
+    const struct CMUnitTest tests[] = {
+        WT_TEST(test_wait_fd),
+        WT_TEST(test_cancel),
+        WT_TEST(test_tcp_echo),
+        WT_TEST1(test_tcp_echo_threads),
+        WT_TEST(test_big_write),
+        WT_TEST(test_close_wakes),
+        WT_TEST(test_destroy_waits),
+        WT_TEST(test_many_waiters),
+        WT_TEST(test_timeouts),
+        WT_TEST(test_timer_while_polling),
+        WT_TEST(test_other_pool),
+        WT_TEST(test_ping_pong),
+        WT_TEST(test_task_and_thread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
