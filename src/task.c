@@ -353,7 +353,19 @@ static void make_scheduled(struct weft_task *t)
         &t->state, &s, n, memory_order_release, memory_order_relaxed));
 }
 
+static void wake(struct weft_task *t, bool fifo);
+
 void weft__task_wake(struct weft_task *t)
+{
+    wake(t, false);
+}
+
+void weft__task_wake_fifo(struct weft_task *t)
+{
+    wake(t, true);
+}
+
+static void wake(struct weft_task *t, bool fifo)
 {
     uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
     for (;;) {
@@ -367,7 +379,10 @@ void weft__task_wake(struct weft_task *t)
             if (atomic_compare_exchange_weak_explicit(
                     &t->state, &s, n, memory_order_acq_rel,
                     memory_order_relaxed)) {
-                enqueue_home(t, pool, driver);
+                if (fifo && pool)
+                    weft__pool_submit_fifo(pool, t);
+                else
+                    enqueue_home(t, pool, driver);
                 return;
             }
             break;

@@ -170,7 +170,7 @@ static unsigned wake(struct weft__fd *rec, unsigned match, int result)
             w->value = (void *)(intptr_t)result;
             /* false: it timed out or was cancelled first; unlinked all
              * the same, it returns its own outcome. */
-            woken += weft__wait_wake(w);
+            woken += weft__wait_wake_fifo(w);
         }
         w = next;
     }
@@ -253,6 +253,9 @@ void weft__fd_forget(int fd, bool nonblock)
     /* Waits about to park see a change and look again. */
     atomic_fetch_add_explicit(&rec->seq, SEQ_IN | SEQ_OUT, memory_order_relaxed);
     atomic_store_explicit(&rec->nonblock, nonblock, memory_order_relaxed);
+    atomic_store_explicit(&rec->kind, 0, memory_order_relaxed);
+    atomic_store_explicit(&rec->drained, 0, memory_order_relaxed);
+    atomic_store_explicit(&rec->hup, false, memory_order_relaxed);
     weft__spin_unlock(&rec->lock);
 }
 
@@ -404,10 +407,13 @@ static unsigned dispatch(struct weft__netpoll *np, struct epoll_event *ev,
             weft__spin_unlock(&rec->lock);
             continue;
         }
+        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            atomic_store_explicit(&rec->hup, true, memory_order_relaxed);
+        /* Release: a reader that sees this count sees hup (io.c). */
         atomic_fetch_add_explicit(&rec->seq,
                                   (ready & WEFT_IN ? SEQ_IN : 0) |
                                       (ready & WEFT_OUT ? SEQ_OUT : 0),
-                                  memory_order_relaxed);
+                                  memory_order_release);
         woken += wake(rec, ready, 0);
         weft__spin_unlock(&rec->lock);
     }

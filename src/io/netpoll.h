@@ -48,6 +48,15 @@ struct weft__fd {
      * the OUT count in the high 32 (netpoll.c: the waiter's snapshot). */
     _Atomic uint64_t seq;
     struct weft__netpoll *poller;   /* registered with, or NULL            */
+    /* io.c's read shortcut: what the fd is (0 not known yet, 1 a stream
+     * socket, 2 anything else), and 1 + the IN count read before the last
+     * short read of it (0: none). */
+    _Atomic uint8_t kind;
+    _Atomic uint64_t drained;
+    /* A hang-up, end of stream or error was reported (sticky: after it a
+     * short read proves nothing, the next read returns 0 or the error
+     * without a new report). */
+    _Atomic bool hup;
     struct weft__wait *waiters;     /* parked here; w->data: their events  */
 };
 

@@ -99,6 +99,11 @@ struct weft_task *weft__task_current(void);
 
 /* Wake t: queue it on its home (it must be IDLE or RUNNING). */
 void weft__task_wake(struct weft_task *t);
+/* The same, behind everything already queued on its pool (the global
+ * queue): for a batch of wakes, as the netpoller's, that must run in the
+ * order they came rather than newest first (the LIFO slot and the deque's
+ * owner end), or a stream of new readiness starves the oldest. */
+void weft__task_wake_fifo(struct weft_task *t);
 
 /*
  * weft__task_suspend - in a task: save its context, switch to this

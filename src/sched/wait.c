@@ -88,15 +88,22 @@ int weft__wait_init(struct weft__wait *w, uint64_t deadline)
     return weft__wait_init_hook(w, deadline, NULL, 0);
 }
 
-void weft__wait_resume(struct weft__wait *w)
+static void resume(struct weft__wait *w, bool fifo)
 {
-    if (w->task)
-        weft__task_wake(w->task);
-    else
+    if (!w->task)
         weft__parker_unpark(&w->parker);
+    else if (fifo)
+        weft__task_wake_fifo(w->task);
+    else
+        weft__task_wake(w->task);
 }
 
-static bool decide(struct weft__wait *w, uint32_t outcome)
+void weft__wait_resume(struct weft__wait *w)
+{
+    resume(w, false);
+}
+
+static bool decide_as(struct weft__wait *w, uint32_t outcome, bool fifo)
 {
     uint32_t pending = WEFT__W_PENDING;
     /* acq_rel: the winner's earlier writes (a handed-over value) are seen
@@ -105,13 +112,23 @@ static bool decide(struct weft__wait *w, uint32_t outcome)
                                                  outcome, memory_order_acq_rel,
                                                  memory_order_acquire))
         return false;
-    weft__wait_resume(w);
+    resume(w, fifo);
     return true;
+}
+
+static bool decide(struct weft__wait *w, uint32_t outcome)
+{
+    return decide_as(w, outcome, false);
 }
 
 bool weft__wait_wake(struct weft__wait *w)
 {
     return decide(w, WEFT__W_WOKEN);
+}
+
+bool weft__wait_wake_fifo(struct weft__wait *w)
+{
+    return decide_as(w, WEFT__W_WOKEN, true);
 }
 
 /* Under the timers' lock: the waiter cannot disarm and return meanwhile. */

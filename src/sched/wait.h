@@ -109,6 +109,10 @@ void weft__wait_leave(struct weft__wait *w);
  */
 bool weft__wait_wake(struct weft__wait *w);
 
+/* The same, queueing a woken task behind what its pool has queued
+ * (weft__task_wake_fifo): for the netpoller's batches. */
+bool weft__wait_wake_fifo(struct weft__wait *w);
+
 /* Deadline for a relative timeout: now + ns, saturating below UINT64_MAX. */
 uint64_t weft__deadline_after(uint64_t ns);
 
