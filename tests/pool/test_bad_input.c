@@ -21,9 +21,12 @@
 
 #include <weft/blocking.h>
 #include <weft/chan.h>
+#include <weft/io.h>
 #include <weft/sync.h>
 
 #include <limits.h>
+#include <unistd.h>
+#include <netinet/in.h>
 
 static weft_pool *g_pool; /* 2 workers, for the rows that need a pool */
 
@@ -901,6 +904,73 @@ static int chan_recv_closed_drained(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Socket I/O                                                           */
+
+static int wait_fd_bad(void) { return weft_wait_fd(-1, WEFT_IN, 0); }
+
+static int wait_fd_no_events(void)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    int rc = weft_wait_fd(p[0], 0, 0);
+    close(p[0]);
+    close(p[1]);
+    return rc;
+}
+
+static int wait_fd_other_bits(void)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    int rc = weft_wait_fd(p[0], WEFT_IN | 2, 0);
+    close(p[0]);
+    close(p[1]);
+    return rc;
+}
+
+static int read_bad_fd(void)
+{
+    char c;
+    return (int)weft_read(-1, &c, 1, 0);
+}
+
+static int write_bad_fd(void) { return (int)weft_write(-1, "x", 1, 0); }
+
+static int write_huge(void)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    int rc = (int)weft_write(p[1], "x", (size_t)SSIZE_MAX + 1, 0);
+    weft_close(p[0]);
+    weft_close(p[1]);
+    return rc;
+}
+
+static int accept_bad_fd(void) { return weft_accept(-1, NULL, NULL, 0); }
+
+static int connect_bad_fd(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    return weft_connect(-1, (const struct sockaddr *)&a, sizeof a, 0);
+}
+
+static int close_bad_fd(void) { return weft_close(-1); }
+
+/* Nothing to read, no wait allowed: the pipe's end stays open and usable. */
+static int read_timeout_zero(void)
+{
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    char c;
+    int rc = (int)weft_read(p[0], &c, 1, 0);
+    CHECK_EQ(weft_write(p[1], "y", 1, 0), 1);
+    CHECK_EQ(weft_read(p[0], &c, 1, 0), 1);
+    weft_close(p[0]);
+    weft_close(p[1]);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The table                                                            */
 
 enum where { PLAIN, CORO, TASK, LAZY };
@@ -1094,6 +1164,19 @@ static const struct row rows[] = {
     ROW(weft_chan_try_recv, "empty", -EAGAIN, PLAIN, chan_try_recv_empty),
     VAL(weft_chan_close, "NULL", 0, "nothing (ignored)", chan_close_null),
     ROW(weft_chan_destroy, "NULL", -EINVAL, PLAIN, chan_destroy_null),
+
+    ROW(weft_wait_fd, "fd -1", -EBADF, TASK, wait_fd_bad),
+    ROW(weft_wait_fd, "`events` 0", -EINVAL, PLAIN, wait_fd_no_events),
+    ROW(weft_wait_fd, "`events` with other bits", -EINVAL, TASK,
+        wait_fd_other_bits),
+    ROW(weft_read, "fd -1", -EBADF, TASK, read_bad_fd),
+    ROW(weft_read, "nothing to read, timeout 0", -ETIMEDOUT, TASK,
+        read_timeout_zero),
+    ROW(weft_write, "fd -1", -EBADF, PLAIN, write_bad_fd),
+    ROW(weft_write, "`len` over `SSIZE_MAX`", -EINVAL, TASK, write_huge),
+    ROW(weft_accept, "fd -1", -EBADF, TASK, accept_bad_fd),
+    ROW(weft_connect, "fd -1", -EBADF, TASK, connect_bad_fd),
+    ROW(weft_close, "fd -1", -EBADF, PLAIN, close_bad_fd),
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])
