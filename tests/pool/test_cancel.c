@@ -32,6 +32,15 @@ static void test_sleep_task(void **state)
     WT_CLEAN();
 }
 
+/* A lazy task run by sync_wait on this thread, with no pool: its sleep is
+ * on the sync_wait driver's timers. */
+static void test_sleep_no_pool(void **state)
+{
+    (void)state;
+    wt_run_lazy(sleeper, P(MS(10)));
+    WT_CLEAN();
+}
+
 static void test_sleep_thread(void **state)
 {
     (void)state;
@@ -388,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         WT_TEST(test_sleep_task),
         WT_TEST1(test_sleep_thread),
+        WT_TEST1(test_sleep_no_pool),
         WT_TEST(test_many_sleepers),
         WT_TEST1(test_sleep_parks),
         WT_TEST(test_cancel_sleep),
