@@ -29,6 +29,29 @@ static inline bool st_parked(weft_task *t)
     return waiting && (s & WEFT__T_LIFECYCLE) == WEFT__T_IDLE;
 }
 
+/* st_everywhere: run body on this plain thread, in a lazy task that
+ * sync_wait runs here (no pool), and in a task on a pool of the case's
+ * size: the three kinds of caller every primitive serves. */
+struct st_body {
+    void (*fn)(void);
+};
+
+static inline void *st_body_in_task(void *arg)
+{
+    ((struct st_body *)arg)->fn();
+    return arg;
+}
+
+static inline void st_everywhere(void **state, void (*body)(void))
+{
+    struct st_body b = {body};
+    body();
+    wt_run_lazy(st_body_in_task, &b);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_ptr_equal(wt_run(p, st_body_in_task, &b), &b);
+    wt_destroy(p);
+}
+
 static inline void st_await_parked(weft_task *t)
 {
     while (!st_parked(t))

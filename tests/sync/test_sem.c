@@ -31,19 +31,9 @@ static void basic_semantics(void)
     weft_sem_init(NULL, 3);
 }
 
-static void *basic_in_task(void *arg)
-{
-    basic_semantics();
-    return arg;
-}
-
 static void test_basic(void **state)
 {
-    basic_semantics();
-    wt_run_lazy(basic_in_task, NULL);
-    weft_pool *p = wt_pool(WT_NTHREADS(state));
-    assert_int_equal(I(wt_run(p, basic_in_task, P(9))), 9);
-    wt_destroy(p);
+    st_everywhere(state, basic_semantics);
     WT_CLEAN();
 }
 
