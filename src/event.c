@@ -279,12 +279,6 @@ static void *register_action(void *arg, void *val)
     return weft__task_park(tw->w.task);
 }
 
-static void *park_self(void *arg, void *val)
-{
-    (void)val;
-    return weft__task_park(arg);
-}
-
 static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
 {
     struct task_wait tw = {.ev = ev, .deadline = deadline};
@@ -303,7 +297,7 @@ static int wait_task(struct weft_task *self, weft_event *ev, uint64_t deadline)
     }
     while (atomic_load_explicit(&tw.w.outcome, memory_order_acquire) ==
            PENDING)
-        weft__task_suspend(park_self, self);
+        weft__task_block(self);
 
     if (tw.timers)
         weft__timers_remove(tw.timers, &tw.timer); /* fire() is over */

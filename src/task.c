@@ -653,6 +653,11 @@ static void *park_action(void *arg, void *val)
     return weft__task_park(arg);
 }
 
+void weft__task_block(struct weft_task *self)
+{
+    weft__task_suspend(park_action, self);
+}
+
 struct await_args {
     struct weft_task *self;
     struct weft_task *t;
@@ -856,7 +861,7 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
                    WEFT__WAITER_DONE &&
                atomic_load_explicit(&w.outcome, memory_order_acquire) ==
                    WEFT__W_PENDING)
-            weft__task_suspend(park_action, weft__task_current());
+            weft__task_block(weft__task_current());
         weft__wait_leave(&w); /* a cancel_await is over */
         if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
             WEFT__WAITER_DONE)

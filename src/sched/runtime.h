@@ -114,6 +114,10 @@ void weft__task_wake_fifo(struct weft_task *t);
  */
 void weft__task_suspend(weft__ctx_action action, void *arg);
 
+/* In task self: suspend until something wakes it (weft__task_wake); the
+ * caller has already made itself findable by its waker. */
+void weft__task_block(struct weft_task *self);
+
 /*
  * weft__task_park - in a post-switch action: t (whose context is saved)
  * stops RUNNING.  If a wake arrived meanwhile (NOTIFIED), t is claimed

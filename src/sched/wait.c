@@ -166,12 +166,6 @@ static void arm_timer(struct weft__wait *w)
         weft__pool_kick(t->pool);
 }
 
-static void *park_action(void *arg, void *val)
-{
-    (void)val;
-    return weft__task_park(arg);
-}
-
 uint32_t weft__wait_block(struct weft__wait *w)
 {
     struct weft_task *self = w->task;
@@ -195,7 +189,7 @@ uint32_t weft__wait_block(struct weft__wait *w)
         arm_timer(w);
     while (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
            WEFT__W_PENDING)
-        weft__task_suspend(park_action, self);
+        weft__task_block(self);
     if (w->timers)
         weft__timers_remove(w->timers, &w->timer); /* fire() is over */
     weft__wait_leave(w);
