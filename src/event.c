@@ -204,7 +204,6 @@ struct task_wait {
     struct waiter w;
     weft_event *ev;
     struct weft__timers *timers; /* where the timer was armed, or NULL   */
-    weft_pool *kick;             /* pool to nudge for an earlier timer  */
     uint64_t deadline;
     bool set_seen;               /* found set while registering         */
     bool no_timer;               /* no memory to arm the timer          */
@@ -256,24 +255,23 @@ static void *register_action(void *arg, void *val)
 
     if (tw->deadline) {
         struct weft__thread *th = &weft__tls; /* the scheduler's thread */
-        if (th->worker) {
-            tw->timers = &th->worker->pool->timers;
-            tw->kick = th->worker->pool;
-        } else {
-            tw->timers = &th->driver->timers;
-        }
         tw->timer.deadline = tw->deadline;
         tw->timer.fire = timer_fired;
         tw->timer.index = SIZE_MAX;
-        int r = weft__timers_add(tw->timers, &tw->timer);
+        int r;
+        if (th->worker) {
+            r = weft__pool_timer_add(th->worker->pool, &tw->timer,
+                                     &tw->timers);
+        } else {
+            tw->timers = &th->driver->timers;
+            r = weft__timers_add(tw->timers, &tw->timer);
+        }
         if (r < 0) {
             /* No memory for the timer: end the wait at once, as a timeout
              * would (unless a set came first), and report -ENOMEM. */
             tw->timers = NULL;
             tw->no_timer = true;
             timer_fired(&tw->timer);
-        } else if (r == 1 && tw->kick) {
-            weft__pool_kick(tw->kick);
         }
     }
     return weft__task_park(tw->w.task);

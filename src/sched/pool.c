@@ -239,6 +239,71 @@ void weft__pool_kick(weft_pool *p)
     wakep(p);
 }
 
+/* ---------------------------------------------------------------- timers */
+
+/*
+ * Timers: one heap per worker (timer.h), not one per pool.  A timed wait
+ * arms its timer on the heap of the worker it runs on, so two workers
+ * arming at once take different locks; the disarm takes that same heap's
+ * lock from wherever the task was woken.  Measured with the bench's
+ * `timeout` workload against the single pool heap (see the issue note).
+ *
+ * Who fires them: each worker fires its own heap when it runs out of local
+ * work and at the fairness tick; a worker with nothing to do also fires
+ * every other worker's due timers (a busy worker may not look at its own
+ * for a while: Go's timer stealing), and an idle worker sleeps until the
+ * earliest deadline of all the heaps.  A timer that becomes the pool's
+ * earliest wakes an idle worker to shorten its sleep, so a timer armed by
+ * a worker that then stays busy still fires on time.
+ */
+
+/* The earliest deadline on any of p's workers, or UINT64_MAX.  Each
+ * heap's `next` is read without its lock: a stale value is corrected by
+ * the kick that follows every new earliest timer. */
+static uint64_t timers_earliest(weft_pool *p)
+{
+    uint64_t next = UINT64_MAX;
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        uint64_t n = weft__timers_next(&p->workers[i]->timers);
+        if (n < next)
+            next = n;
+    }
+    return next;
+}
+
+/* Fire w's due timers, and with `all` every worker's; true if any fired
+ * (their tasks are queued here). */
+static bool run_timers(struct weft__worker *w, bool all)
+{
+    uint64_t now = weft__now_ns();
+    bool fired = weft__timers_run(&w->timers, now) != 0;
+    if (all) {
+        weft_pool *p = w->pool;
+        for (unsigned i = 0; i < p->nworkers; i++)
+            if (p->workers[i] != w &&
+                weft__timers_run(&p->workers[i]->timers, now))
+                fired = true;
+    }
+    return fired;
+}
+
+int weft__pool_timer_add(weft_pool *p, struct weft__timer *tm,
+                         struct weft__timers **where)
+{
+    struct weft__worker *w = weft__worker_current();
+    struct weft__timers *ts =
+        w && w->pool == p ? &w->timers : &p->workers[0]->timers;
+    int r = weft__timers_add(ts, tm);
+    if (r < 0)
+        return r;
+    *where = ts;
+    /* Earliest on its heap and no earlier one elsewhere: sleepers may be
+     * waiting for a later deadline. */
+    if (r == 1 && timers_earliest(p) >= tm->deadline)
+        wakep(p);
+    return 0;
+}
+
 static void wake_if_needed(weft_pool *p)
 {
     if (atomic_load_explicit(&p->nspinning, memory_order_seq_cst) == 0 &&
@@ -486,7 +551,7 @@ static bool any_work(weft_pool *p)
         if (weft__runq_len(&p->workers[i]->q) ||
             atomic_load_explicit(&p->workers[i]->lifo, memory_order_relaxed))
             return true;
-    return weft__timers_next(&p->timers) <= weft__now_ns();
+    return timers_earliest(p) <= weft__now_ns();
 }
 
 /* A searcher found work: stop searching; the last searcher to stop wakes
@@ -560,7 +625,7 @@ static bool park_worker(struct weft__worker *w)
     struct epoll_event events[WEFT__NETPOLL_BATCH];
     int nevents = 0;
     if (sleep) {
-        uint64_t next = weft__timers_next(&p->timers);
+        uint64_t next = timers_earliest(p);
         if (w->in_poll)
             nevents = weft__netpoll_block(&p->net, next, events);
         else
@@ -615,7 +680,7 @@ static struct weft_task *find_work(struct weft__worker *w)
                 else if (!old)
                     break;
             }
-            weft__timers_run(&p->timers, weft__now_ns());
+            run_timers(w, false);
             /* A busy pool must not starve I/O. */
             weft__netpoll_poll_now(&p->net);
         }
@@ -646,7 +711,7 @@ static struct weft_task *find_work(struct weft__worker *w)
             found_work(w);
             return t;
         }
-        if (weft__timers_run(&p->timers, weft__now_ns()))
+        if (run_timers(w, true))
             continue; /* fired timers queue tasks */
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return NULL;
@@ -718,12 +783,12 @@ static void free_pool(weft_pool *p, unsigned nstarted)
 {
     for (unsigned i = 0; i < nstarted; i++) {
         weft__parker_fini(&p->workers[i]->parker);
+        weft__timers_fini(&p->workers[i]->timers);
         free(p->workers[i]);
     }
     free(p->workers);
     cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
     weft__netpoll_fini(&p->net);
-    weft__timers_fini(&p->timers);
     free(p);
 }
 
@@ -759,7 +824,6 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
     atomic_init(&p->idle_lock.held, false);
     atomic_init(&p->inject_lock.held, false);
-    weft__timers_init(&p->timers);
 
     for (unsigned i = 0; i < n; i++) {
         struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
@@ -772,6 +836,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         atomic_init(&w->lifo, NULL);
         weft__runq_init(&w->q);
         weft__parker_init(&w->parker);
+        weft__timers_init(&w->timers);
         w->pool = p;
         w->index = i;
         w->rng = 0x9E3779B97F4A7C15ull * (i + 1);

@@ -174,6 +174,8 @@ struct weft__worker {
     bool in_poll;                 /* holds the netpoller and sleeps in it,
                                      not on parker (under idle_lock)     */
     struct weft__worker *idle_next;
+    /* Timed waits armed by tasks running here (pool.c, "Timers"). */
+    struct weft__timers timers;
     /* Live-task accounting for drain, written by this worker only. */
     _Atomic int64_t arrived;      /* tasks that got this pool as home here */
     _Atomic int64_t left;         /* tasks of this pool that ended or left */
@@ -209,7 +211,6 @@ struct weft_pool {
      * drain, before they are done. */
     _Atomic uint32_t outside_submitters;
 
-    struct weft__timers timers;
     struct weft__netpoll net;      /* socket I/O (src/io/netpoll.h)      */
 };
 
@@ -241,9 +242,20 @@ void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
  * the yield can return at once). */
 struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
 
-/* A timer earlier than any before was armed: make sure some worker is
- * awake to notice (wakes an idle one unless one is searching). */
+/* Something changed that a sleeping worker must see (an earlier timer, a
+ * socket the netpoller should watch): make sure some worker is awake to
+ * notice (wakes an idle one unless one is searching). */
 void weft__pool_kick(weft_pool *pool);
+
+/*
+ * weft__pool_timer_add - arm tm for a task of pool: on the calling
+ * worker's timers (or the first worker's, from a thread outside the pool),
+ * waking an idle worker to shorten its sleep when tm is now the pool's
+ * earliest.  Stores the heap it went on in *where (for the disarm).
+ * Returns 0, or -ENOMEM (nothing armed).
+ */
+int weft__pool_timer_add(weft_pool *pool, struct weft__timer *tm,
+                         struct weft__timers **where);
 
 /* Count a task arriving at (getting home) / leaving pool, on the calling
  * thread (the drain accounting of shutdown, pool.c).  An arrival from

@@ -1,8 +1,10 @@
 /*
- * timer.h — a pool's timers (internal): a binary min-heap of deadlines
- * under a mutex.  Timers are rare next to task switches (a timed wait arms
- * one), so a lock is simpler than anything cleverer; the earliest deadline
- * is mirrored in an atomic so workers can test "anything due?" without it.
+ * timer.h — a set of timers (internal): a binary min-heap of deadlines
+ * under a mutex.  Each pool worker has one (pool.c, "Timers"), and so does
+ * each sync_wait driver.  Timers are rare next to task switches (a timed
+ * wait arms one), and each heap is mostly used by its own worker, so a
+ * lock is simpler than anything cleverer; the earliest deadline is mirrored
+ * in an atomic so workers can test "anything due?" without it.
  *
  * A timer is embedded by its user (typically on a waiting task's stack).
  * fire() runs with the timers' lock held, which is what lets the user

@@ -149,11 +149,17 @@ void weft__wait_cancel(struct weft__wait *w)
 static void arm_timer(struct weft__wait *w)
 {
     struct weft_task *t = w->task;
-    struct weft__timers *ts = t->pool ? &t->pool->timers : &t->driver->timers;
+    struct weft__timers *ts = NULL;
     w->timer.deadline = w->deadline;
     w->timer.fire = timer_fired;
     w->timer.index = SIZE_MAX;
-    int r = weft__timers_add(ts, &w->timer);
+    int r;
+    if (t->pool) {
+        r = weft__pool_timer_add(t->pool, &w->timer, &ts);
+    } else {
+        ts = &t->driver->timers;
+        r = weft__timers_add(ts, &w->timer);
+    }
     if (r < 0) {
         /* No memory for the timer: end the wait as a timeout would (unless
          * something came first) and report -ENOMEM. */
@@ -162,8 +168,6 @@ static void arm_timer(struct weft__wait *w)
         return;
     }
     w->timers = ts;
-    if (r == 1 && t->pool)
-        weft__pool_kick(t->pool);
 }
 
 uint32_t weft__wait_block(struct weft__wait *w)

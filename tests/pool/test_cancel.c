@@ -119,6 +119,63 @@ static void test_sleep_parks(void **state)
     WT_CLEAN();
 }
 
+/*
+ * A timer armed on a worker that then stays busy: the task that arms it
+ * spawns a spinner behind it, which usually runs next on the same worker
+ * and never yields until the sleep has ended.  Only another worker can
+ * fire that timer (per-worker heaps, pool.c "Timers"); if none did, the
+ * spinner would give up after its bound and the round fails.  Rounds where
+ * the spinner was stolen to the other worker test the plain path.
+ */
+struct busy_round {
+    atomic_int slept;      /* the sleep returned */
+    atomic_int gave_up;    /* the spinner hit its bound first */
+    atomic_int same;       /* the spinner ran on the sleeper's thread */
+    pthread_t sleeper_thread;
+};
+
+static void *spinner(void *arg)
+{
+    struct busy_round *r = arg;
+    atomic_store(&r->same, pthread_equal(wt_self(), r->sleeper_thread) != 0);
+    uint64_t t0 = wt_now_ns();
+    while (!atomic_load(&r->slept))
+        if (wt_now_ns() - t0 > MS(5000)) {
+            atomic_store(&r->gave_up, 1);
+            break;
+        }
+    return NULL;
+}
+
+static void *sleep_beside_spinner(void *arg)
+{
+    struct busy_round *r = arg;
+    weft_task *s = NULL;
+    r->sleeper_thread = wt_self();
+    CHECK_EQ(weft_spawn(weft_pool_current(), spinner, r, &s), 0);
+    CHECK_EQ(weft_sleep(MS(2)), 0);
+    atomic_store(&r->slept, 1);
+    CHECK_EQ(weft_await(s, NULL), 0);
+    return NULL;
+}
+
+static void test_timer_of_busy_worker(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(2);
+    int same = 0;
+    for (int i = 0; i < 20; i++) {
+        struct busy_round r = {0};
+        wt_run(p, sleep_beside_spinner, &r);
+        assert_int_equal(atomic_load(&r.gave_up), 0);
+        same += atomic_load(&r.same);
+    }
+    print_message("spinner on the sleeper's worker in %d of 20 rounds\n",
+                  same);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------ cancel */
 
 struct blocker {
@@ -400,6 +457,7 @@ int main(void)
         WT_TEST1(test_sleep_no_pool),
         WT_TEST(test_many_sleepers),
         WT_TEST1(test_sleep_parks),
+        WT_TEST1(test_timer_of_busy_worker),
         WT_TEST(test_cancel_sleep),
         WT_TEST(test_cancel_event),
         WT_TEST(test_cancel_event_for),
