@@ -10,6 +10,7 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_yield,
     &bench_wl_ping_pong,
     &bench_wl_sync_wait,
+    &bench_wl_timeout,
     &bench_wl_sleep,
     &bench_wl_memory,
     &bench_wl_memory_1m,

@@ -101,6 +101,7 @@ extern const bench_workload bench_wl_fib;
 extern const bench_workload bench_wl_yield;
 extern const bench_workload bench_wl_ping_pong;
 extern const bench_workload bench_wl_sync_wait;
+extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;

@@ -47,15 +47,31 @@
  *               analogue of weft_sync_wait: the waiting fiber suspends and
  *               its thread may run the job itself.  Check: sum of
  *               (result - i) = N.  us per round trip.
+ *   timeout     P = 500 fiber pairs (P = N when N < 500) pass N messages
+ *               (N / P per pair, the first N % P pairs one more) through
+ *               two buffered_channel<uint64_t>s per pair, A -> B and B -> A,
+ *               of capacity 2, Boost's smallest (it holds one value, as
+ *               weft's capacity-1 channel does): message k goes from A if k
+ *               is even, from B if odd, and carries k + 1; every receive is
+ *               pop_wait_for(v, 1 s), which arms a deadline (the fiber goes
+ *               on its scheduler's sleep queue) only when the channel is
+ *               empty, as weft_chan_recv_for does.  The fibers are launched
+ *               from main's fiber and spread by stealing (with THREADS = 1,
+ *               from a round_robin thread: work_stealing(1) never ends a
+ *               timed wait when nothing else is ready, see measure()); any
+ *               status but success fails the run.  Check: messages received
+ *               with the expected value (N).  ns per message.
  */
 #include <boost/fiber/all.hpp>
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -68,6 +84,10 @@ namespace {
 
 constexpr uint64_t skynet_div = 10;
 constexpr int yield_fibers = 1000;
+constexpr uint64_t timeout_pairs = 500;
+
+// Set by a measurement that failed (it says why on stderr).
+bool run_failed = false;
 
 // A one-use thread barrier (C++17 has none): blocks threads, not fibers.
 class thread_barrier {
@@ -130,6 +150,63 @@ uint64_t fib(uint64_t n)
     return x.get() + y;
 }
 
+using u64_channel = fibers::buffered_channel<uint64_t>;
+
+// One fiber of a timeout pair: msgs messages, sending message k when
+// k % 2 == parity; adds the messages received with the expected value to
+// *ok, and sets *timed_out on a receive that did not succeed.
+void timeout_side(u64_channel *in, u64_channel *out, uint64_t msgs,
+                  uint64_t parity, std::atomic<uint64_t> *ok,
+                  std::atomic<bool> *timed_out)
+{
+    uint64_t good = 0;
+
+    for (uint64_t k = 0; k < msgs; k++) {
+        if (k % 2 == parity) {
+            out->push(k + 1);
+            continue;
+        }
+        uint64_t v;
+        if (in->pop_wait_for(v, std::chrono::seconds(1)) !=
+            fibers::channel_op_status::success) {
+            timed_out->store(true);
+            break;
+        }
+        good += v == k + 1;
+    }
+    ok->fetch_add(good);
+}
+
+// The timeout workload, from a fiber of the calling thread: sets *value
+// and *check, or run_failed.
+void timeout_run(uint64_t n, double *value, uint64_t *check)
+{
+    const uint64_t pairs = n < timeout_pairs ? n : timeout_pairs;
+    std::vector<std::unique_ptr<u64_channel>> chans;
+    for (uint64_t i = 0; i < 2 * pairs; i++)
+        chans.push_back(std::make_unique<u64_channel>(2));
+    std::vector<fibers::fiber> fs;
+    fs.reserve(2 * pairs);
+    std::atomic<uint64_t> ok{0};
+    std::atomic<bool> timed_out{false};
+    const uint64_t t0 = bench_now_ns();
+    for (uint64_t j = 0; j < pairs; j++) {
+        const uint64_t msgs = n / pairs + (j < n % pairs ? 1 : 0);
+        u64_channel *ab = chans[2 * j].get(), *ba = chans[2 * j + 1].get();
+        fs.emplace_back(timeout_side, ba, ab, msgs, 0, &ok, &timed_out);
+        fs.emplace_back(timeout_side, ab, ba, msgs, 1, &ok, &timed_out);
+    }
+    for (auto &f : fs)
+        f.join();
+    const uint64_t t1 = bench_now_ns();
+    if (timed_out.load()) {
+        std::fprintf(stderr, "peer-boost-fiber: timeout: a receive timed out\n");
+        run_failed = true;
+    }
+    *check = ok.load();
+    *value = double(t1 - t0) / double(n);
+}
+
 bool is_power_of_10(uint64_t n)
 {
     while (n > 1 && n % 10 == 0)
@@ -137,8 +214,10 @@ bool is_power_of_10(uint64_t n)
     return n == 1;
 }
 
-// One measurement in main's fiber: sets *value and *check; false = n/a.
-bool measure(const char *w, uint64_t n, double *value, uint64_t *check)
+// One measurement in main's fiber (timeout on one thread: see there): sets
+// *value and *check; false = n/a.
+bool measure(const char *w, uint64_t n, unsigned threads, double *value,
+             uint64_t *check)
 {
     uint64_t t0, t1, sum = 0;
 
@@ -230,6 +309,22 @@ bool measure(const char *w, uint64_t n, double *value, uint64_t *check)
         *value = sum ? double(late) / 1e3 / double(sum) : 0;
         *check = sum;
         return true;
+    } else if (std::strcmp(w, "timeout") == 0) {
+        /* On one thread, a fiber of a lone work_stealing(1) scheduler that
+         * waits with a deadline while nothing else is ready never wakes
+         * (Boost 1.74: pick_next, its own queue empty, loops for ever
+         * drawing a victim other than itself among one scheduler, so the
+         * dispatcher never reaches its sleep queue; found hanging with a
+         * 10 ms pop_wait_for).  The runs that succeed never leave the
+         * queue empty (a push readies the partner before the pusher
+         * waits), but a receive that should time out would hang instead of
+         * failing the run: so T = 1 runs on a thread of its own with the
+         * default round_robin scheduler, as sleep does. */
+        if (threads > 1)
+            timeout_run(n, value, check);
+        else
+            std::thread([n, value, check] { timeout_run(n, value, check); }).join();
+        return true;
     } else if (std::strcmp(w, "sync-wait") == 0) {
         t0 = bench_now_ns();
         for (uint64_t i = 0; i < n; i++)
@@ -254,7 +349,7 @@ int main(int argc, char **argv)
     const char *w = a.workload;
     static const char *const known[] = { "spawn-join", "skynet", "fib",
                                          "yield", "ping-pong", "sync-wait",
-                                         "sleep" };
+                                         "sleep", "timeout" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;
@@ -283,7 +378,7 @@ int main(int argc, char **argv)
 
     double value = 0.0;
     uint64_t check = 0;
-    measure(w, a.n, &value, &check);
+    measure(w, a.n, a.threads, &value, &check);
 
     {
         std::unique_lock<fibers::mutex> lk(end_mu);
@@ -293,6 +388,8 @@ int main(int argc, char **argv)
     for (auto &t : helpers)
         t.join();
 
+    if (run_failed)
+        return PEER_EXIT_FAILED;
     peer_report(value, check);
     return 0;
 }

@@ -39,6 +39,14 @@
 //	            closest analogue of weft_sync_wait on a task that hops to the
 //	            pool (the new goroutine often runs on main's own P once main
 //	            blocks).  Check: sum of (result - i) = N.  us per round trip.
+//	timeout     P = 500 goroutine pairs (P = N when N < 500) pass N messages
+//	            (N / P per pair, the first N % P pairs one more) through two
+//	            channels of capacity 1 per pair, A -> B and B -> A: message k
+//	            goes from A if k is even, from B if odd, and carries k + 1.
+//	            Every receive that has to wait is a select on its channel and
+//	            a 1 s timer (recvFor).  The fired timer, or one found expired
+//	            on the way out, fails the run.  Check: messages received with
+//	            the expected value (N).  ns per message.
 //	memory,     N goroutines each count themselves and block receiving
 //	memory-1m   from one channel, so all N are parked at once; bytes of RSS
 //	            per goroutine: (RSS with N parked - RSS before) / N, RSS from
@@ -58,6 +66,7 @@ import (
 
 const (
 	skynetDiv   = 10
+	timeoutPair = 500
 	yieldTasks  = 1000
 	exitFailed  = 1
 	exitUnknown = 2
@@ -201,6 +210,86 @@ func pingPong(n uint64) (time.Duration, uint64) {
 	return d, token
 }
 
+// recvFor receives from ch, waiting at most 1 s; false on timeout.
+//
+// One timer per goroutine, made stopped, is Reset before each wait and
+// stopped after it: Reset arms it (an insertion into the runtime's timer
+// heap of this P) and Stop disarms it (a removal), with no allocation, as
+// weft_chan_recv_for arms a timer embedded in the waiter and disarms it on
+// wake.  A timer made per receive (time.NewTimer) would add an allocation
+// of a timer and its channel, and the garbage collection of both, to every
+// message.  As weft and Boost.Fiber do, it arms only when it must wait: a
+// value already there is taken at once.  A Stop that finds the timer
+// expired means the wait lasted 1 s: a timeout, whichever case select
+// chose (so no stale tick is ever left in t.C for the next wait).
+func recvFor(ch <-chan uint64, t *time.Timer) (uint64, bool) {
+	select {
+	case v := <-ch:
+		return v, true
+	default:
+	}
+	t.Reset(time.Second)
+	select {
+	case v := <-ch:
+		return v, t.Stop()
+	case <-t.C:
+		return 0, false
+	}
+}
+
+// timeoutSide is one goroutine of a pair: msgs messages, sending message k
+// when k%2 == parity.  It adds the messages received with the expected
+// value to *ok and reports a timeout in *failed.
+func timeoutSide(in <-chan uint64, out chan<- uint64, msgs, parity uint64,
+	ok *uint64, failed *int32, wg *sync.WaitGroup) {
+	defer wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	var good uint64
+	for k := uint64(0); k < msgs; k++ {
+		if k%2 == parity {
+			out <- k + 1
+			continue
+		}
+		v, inTime := recvFor(in, t)
+		if !inTime {
+			atomic.StoreInt32(failed, 1)
+			break
+		}
+		if v == k+1 {
+			good++
+		}
+	}
+	atomic.AddUint64(ok, good)
+}
+
+func timeoutRun(n uint64) (time.Duration, uint64, bool) {
+	pairs := uint64(timeoutPair)
+	if n < pairs {
+		pairs = n
+	}
+	chans := make([]chan uint64, 2*pairs)
+	for i := range chans {
+		chans[i] = make(chan uint64, 1)
+	}
+	var ok uint64
+	var failed int32
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Add(int(2 * pairs))
+	for j := uint64(0); j < pairs; j++ {
+		msgs := n / pairs
+		if j < n%pairs {
+			msgs++
+		}
+		ab, ba := chans[2*j], chans[2*j+1]
+		go timeoutSide(ba, ab, msgs, 0, &ok, &failed, &wg)
+		go timeoutSide(ab, ba, msgs, 1, &ok, &failed, &wg)
+	}
+	wg.Wait()
+	return time.Since(t0), atomic.LoadUint64(&ok), atomic.LoadInt32(&failed) == 0
+}
+
 func syncWait(n uint64) (time.Duration, uint64) {
 	ch := make(chan uint64)
 	var sum uint64
@@ -324,6 +413,16 @@ func main() {
 	case "sync-wait":
 		run = syncWait
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+	case "timeout":
+		run = func(n uint64) (time.Duration, uint64) {
+			d, check, inTime := timeoutRun(n)
+			if !inTime {
+				fmt.Fprintln(os.Stderr, "peer-go: timeout: a receive timed out")
+				os.Exit(exitFailed)
+			}
+			return d, check
+		}
+		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
 	default:
 		fmt.Fprintf(os.Stderr, "peer-go: no workload '%s'\n", workload)
 		os.Exit(exitUnknown)
