@@ -659,15 +659,17 @@ void weft__task_block(struct weft_task *self)
 }
 
 struct await_args {
-    struct weft_task *self;
+    struct weft_task *self;     /* the awaiting task (what the slot holds) */
     struct weft_task *t;
     struct weft__wait *w;
+    struct weft_task *holder;   /* whose cancel ends the await (w->holder) */
 };
 
 /*
  * Await vs cancel.  weft_task_cancel stores the flag, then (under the
- * awaiter's wait_lock) cancel_await CASes the awaiter out of t's waiter
- * slot.  A cancel that comes before the awaiter is in the slot finds
+ * wait holder's wait_lock: the awaiter, or the task whose body runs inline
+ * on its stack and awaits) cancel_await CASes the awaiter out of t's
+ * waiter slot.  A cancel that comes before the awaiter is in the slot finds
  * nothing to take back, so the awaiter, once in the slot, reads the flag
  * and takes itself back.  Both sides are seq_cst (flag store, slot CAS;
  * slot write, flag load): in the single total order, if cancel's CAS read
@@ -678,7 +680,7 @@ struct await_args {
  */
 static bool take_back_if_cancelled(struct await_args *a)
 {
-    if (!atomic_load_explicit(&a->self->cancelled, memory_order_seq_cst))
+    if (!atomic_load_explicit(&a->holder->cancelled, memory_order_seq_cst))
         return false;
     uintptr_t me = (uintptr_t)a->self;
     if (!atomic_compare_exchange_strong_explicit(&a->t->waiter, &me, 0,
@@ -803,16 +805,16 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
     th->current = &t->co;
     weft__san_switch(&self->co.san, &t->co.san);
     /* We park on t's stack, after our save; t ends by resuming us. */
-    struct await_args a = {self, t, w};
+    struct await_args a = {self, t, w, w->holder};
     weft__ctx_jump_ontop(&self->co.sp, t->co.sp, NULL, NULL, lazy_park_action,
                          &a);
     weft__san_arrived(&self->co.san);
     return 0;
 }
 
-/* Cancelling an await (under self's wait_lock): take our claim back from
- * t's waiter slot.  If the completer's exchange came first it resumes us
- * (and t's result is there to take); else we are woken as cancelled. */
+/* Cancelling an await (under the holder's wait_lock): take our claim back
+ * from t's waiter slot.  If the completer's exchange came first it resumes
+ * us (and t's result is there to take); else we are woken as cancelled. */
 static void cancel_await(struct weft__wait *w)
 {
     struct weft_task *t = (struct weft_task *)w->data;
@@ -853,7 +855,7 @@ WEFT_EXPORT int weft_await(weft_task *t, void **result)
                 return err;
             }
         } else {
-            struct await_args a = {self, t, &w};
+            struct await_args a = {self, t, &w, w.holder};
             weft__task_suspend(await_action, &a);
         }
         /* Resumed for another reason than t's end?  Wait on. */

@@ -97,6 +97,14 @@ struct weft_task {
  * coroutine).  Read afresh: safe after a switch. */
 struct weft_task *weft__task_current(void);
 
+/* The task whose body runs on self's stack now: the innermost task run
+ * inline there (task.c, try_inline), or self.  Cancellation belongs to
+ * it.  Only self's own code changes `inlined`, so no ordering is needed. */
+static inline struct weft_task *weft__task_body(struct weft_task *self)
+{
+    return self->inlined ? self->inlined : self;
+}
+
 /* Wake t: queue it on its home (it must be IDLE or RUNNING). */
 void weft__task_wake(struct weft_task *t);
 /* The same, behind everything already queued on its pool (the global

@@ -16,7 +16,10 @@
  * current under the same lock: either cancel finds the record, or init
  * finds the flag.  The flag stays set, so every later blocking point of
  * the task returns -ECANCELED at once (like Go's context, unlike Java's
- * interrupt that is cleared when reported).
+ * interrupt that is cleared when reported).  "The task" is the record's
+ * holder: the task whose body waits, which for a body run inline on its
+ * awaiter's stack is that inline task, not the awaiter that hosts it, so
+ * weft_task_cancel reaches every task's blocking points, inlined or not.
  */
 #include "wait.h"
 
@@ -34,7 +37,8 @@ uint64_t weft__deadline_after(uint64_t ns)
 bool weft__cancelled(void)
 {
     struct weft_task *self = weft__task_current();
-    return self && atomic_load_explicit(&self->cancelled, memory_order_acquire);
+    return self && atomic_load_explicit(&weft__task_body(self)->cancelled,
+                                        memory_order_acquire);
 }
 
 /* The record's fields, for a wait by the calling task (or thread). */
@@ -44,6 +48,7 @@ static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
 {
     struct weft_task *self = weft__task_current();
     w->task = self;
+    w->holder = self ? weft__task_body(self) : NULL;
     w->deadline = deadline;
     w->timers = NULL;
     w->nomem = false;
@@ -70,16 +75,15 @@ void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline)
 int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
                          void (*cancel)(struct weft__wait *w), uintptr_t data)
 {
-    struct weft_task *self = setup(w, deadline, cancel, data);
-    if (!self)
+    if (!setup(w, deadline, cancel, data))
         return 0;
-    weft__spin_lock(&self->wait_lock);
+    struct weft_task *h = w->holder;
+    weft__spin_lock(&h->wait_lock);
     /* Acquire-free: the lock orders us against weft_task_cancel. */
-    bool cancelled =
-        atomic_load_explicit(&self->cancelled, memory_order_relaxed);
+    bool cancelled = atomic_load_explicit(&h->cancelled, memory_order_relaxed);
     if (!cancelled)
-        self->cur_wait = w;
-    weft__spin_unlock(&self->wait_lock);
+        h->cur_wait = w;
+    weft__spin_unlock(&h->wait_lock);
     return cancelled ? -ECANCELED : 0;
 }
 
@@ -202,12 +206,12 @@ uint32_t weft__wait_block(struct weft__wait *w)
 
 void weft__wait_leave(struct weft__wait *w)
 {
-    struct weft_task *self = w->task;
-    if (!self)
+    struct weft_task *h = w->holder;
+    if (!h)
         return;
-    weft__spin_lock(&self->wait_lock);
-    self->cur_wait = NULL; /* a cancel is over with this record */
-    weft__spin_unlock(&self->wait_lock);
+    weft__spin_lock(&h->wait_lock);
+    h->cur_wait = NULL; /* a cancel is over with this record */
+    weft__spin_unlock(&h->wait_lock);
 }
 
 int weft__wait_error(const struct weft__wait *w, uint32_t outcome)

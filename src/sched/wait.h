@@ -17,8 +17,11 @@
  *     records it wakes; the waiter unlinks its own if it was not woken);
  *   - the timer: the timers' lock (weft__wait_block disarms before it
  *     returns, and after weft__timers_remove the callback is not running);
- *   - cancellation: the task's wait_lock (weft__wait_block clears the
- *     task's current wait under it before returning).
+ *   - cancellation: the holder's wait_lock (weft__wait_block clears the
+ *     holder's current wait under it before returning).  The holder is
+ *     the task whose body waits: the waiting task itself, or the task
+ *     whose body runs inline on its stack (an await's fast path, task.c),
+ *     so that cancelling that task ends the wait its body is in.
  *
  * Publish after save: a task may be linked where wakers find it *before*
  * it switches out.  A wake that lands while it is still RUNNING sets
@@ -49,6 +52,9 @@ struct weft__wait {
     struct weft__timer timer;        /* first: the callback casts back     */
     _Atomic uint32_t outcome;        /* WEFT__W_*                           */
     struct weft_task *task;          /* the waiting task, or NULL: thread  */
+    /* Whose cancellation ends the wait: the task whose body waits, which
+     * is `task` or a task run inline on its stack (weft__task_body). */
+    struct weft_task *holder;
     struct weft__parker parker;      /* a waiting thread's                  */
     uint64_t deadline;               /* absolute ns, 0: none                */
     struct weft__timers *timers;     /* where the timer is armed, or NULL  */
@@ -120,7 +126,8 @@ uint64_t weft__deadline_after(uint64_t ns);
  * -ENOMEM. */
 int weft__wait_error(const struct weft__wait *w, uint32_t outcome);
 
-/* Whether the calling task has been cancelled (false on a plain thread). */
+/* Whether the calling task has been cancelled (false on a plain thread);
+ * for a body run inline, whether that task has. */
 bool weft__cancelled(void);
 
 /* weft_task_cancel's step, under the task's wait_lock: decide CANCELED

@@ -304,6 +304,68 @@ static void test_cancel_before_start(void **state)
     WT_CLEAN();
 }
 
+/*
+ * A body that weft_await runs inline on its awaiter's stack (on one
+ * worker, a task spawned and at once awaited is never started elsewhere):
+ * cancelling that task ends the wait its body is in, and cancelling the
+ * awaiter does not, but is seen at the awaiter's next blocking point.
+ */
+struct inline_case {
+    bool cancel_host;      /* else cancel the inline task */
+    weft_event entered;    /* the inline body is about to wait */
+    weft_event release;    /* ends that wait (cancel_host case) */
+    weft_coro *host_co;    /* the awaiter's context */
+    weft_task *host, *inner;
+    bool was_inline;
+    int inner_rc, host_next_rc;
+};
+
+static void *inline_body(void *arg)
+{
+    struct inline_case *c = arg;
+    c->was_inline = weft_coro_current() == c->host_co;
+    weft_event_set(&c->entered);
+    /* Bounded: a lost cancel fails as -ETIMEDOUT instead of hanging. */
+    return P(weft_event_wait_for(&c->release, MS(10000)));
+}
+
+static void *inline_host(void *arg)
+{
+    struct inline_case *c = arg;
+    void *r = NULL;
+    c->host_co = weft_coro_current();
+    CHECK_EQ(weft_spawn(weft_pool_current(), inline_body, c, &c->inner), 0);
+    CHECK_EQ(weft_await(c->inner, &r), 0);
+    c->inner_rc = (int)I(r);
+    c->host_next_rc = weft_sleep(0);
+    return NULL;
+}
+
+static void test_cancel_inline_body(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(1);
+    for (int host = 0; host < 2; host++) {
+        struct inline_case c = {.cancel_host = host};
+        weft_event_init(&c.entered);
+        weft_event_init(&c.release);
+        assert_int_equal(weft_spawn(p, inline_host, &c, &c.host), 0);
+        assert_int_equal(weft_event_wait(&c.entered), 0);
+        assert_true(c.was_inline);
+        if (c.cancel_host) {
+            assert_int_equal(weft_task_cancel(c.host), 0);
+            weft_event_set(&c.release);
+        } else {
+            assert_int_equal(weft_task_cancel(c.inner), 0);
+        }
+        assert_int_equal(weft_sync_wait(c.host, NULL), 0);
+        assert_int_equal(c.inner_rc, c.cancel_host ? 0 : -ECANCELED);
+        assert_int_equal(c.host_next_rc, c.cancel_host ? -ECANCELED : 0);
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 static void test_cancel_finished_is_noop(void **state)
 {
     weft_pool *p = wt_pool(WT_NTHREADS(state));
@@ -465,6 +527,7 @@ int main(void)
         WT_TEST(test_cancel_await_lazy),
         WT_TEST(test_cancel_before_start),
         WT_TEST(test_cancel_finished_is_noop),
+        WT_TEST1(test_cancel_inline_body),
         WT_TEST(test_cancel_await_race),
         WT_TEST(test_cancel_sleep_race),
         WT_TEST(test_await_all),
