@@ -105,7 +105,7 @@ def main():
                 fail("%s failed: %s" % (where, i.get("why")))
             vals = need(i, "runs", list, where)
             extra = need(i, "extra", dict, where)
-            if sorted(extra) != (["p50", "p99"] if w == "echo" else []):
+            if sorted(extra) != (["cpu", "p50", "p99"] if w == "echo" else []):
                 fail("%s: extra figures %r" % (where, sorted(extra)))
             for name, e in extra.items():
                 need(e, "unit", str, where + "/" + name)

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "workloads.h"
@@ -132,6 +133,11 @@ size_t read_all(int fd, char *buf, size_t len);
  * past it the program is killed).  Returns its exit status, or -1 with
  * why[] set (killed by a signal, timed out). */
 int wait_exit(pid_t pid, int timeout_ms, char *why, size_t whylen);
+
+/* spawn.c: the same, also storing the program's resource usage (CPU time
+ * in user and kernel mode) in *usage when it exits. */
+int wait_exit_usage(pid_t pid, int timeout_ms, struct rusage *usage,
+                    char *why, size_t whylen);
 
 /* Three significant digits or so: 2.13, 45.6, 953. */
 void fmt_value(char *buf, size_t len, double v);

@@ -83,10 +83,18 @@ size_t read_all(int fd, char *buf, size_t len)
 
 int wait_exit(pid_t pid, int timeout_ms, char *why, size_t whylen)
 {
+    struct rusage usage;
+
+    return wait_exit_usage(pid, timeout_ms, &usage, why, whylen);
+}
+
+int wait_exit_usage(pid_t pid, int timeout_ms, struct rusage *usage,
+                    char *why, size_t whylen)
+{
     int status;
 
     for (int waited = 0;; waited++) {
-        pid_t r = waitpid(pid, &status, timeout_ms < 0 ? 0 : WNOHANG);
+        pid_t r = wait4(pid, &status, timeout_ms < 0 ? 0 : WNOHANG, usage);
 
         if (r == pid)
             break;
@@ -96,7 +104,7 @@ int wait_exit(pid_t pid, int timeout_ms, char *why, size_t whylen)
         }
         if (r == 0 && waited >= timeout_ms) {
             kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
+            wait4(pid, &status, 0, usage);
             snprintf(why, whylen, "still running after %d ms (killed)",
                      timeout_ms);
             return -1;

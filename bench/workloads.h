@@ -33,7 +33,7 @@ typedef struct bench_params {
 } bench_params;
 
 /* Further figures a workload may report with each measurement. */
-#define BENCH_MAX_EXTRA 2
+#define BENCH_MAX_EXTRA 3
 
 typedef struct bench_extra {
     const char *name;   /* e.g. "p99"; no spaces                             */
