@@ -1,8 +1,9 @@
 /*
  * stress_sync.c — the sync primitives and the channel under load: 10,000
  * tasks contending one mutex, channel ping-pong between workers (and
- * between pools), and a many-producer many-consumer channel whose every
- * value must arrive exactly once.  A lost wakeup hangs (the watchdog
+ * between pools), a many-producer many-consumer channel whose every
+ * value must arrive exactly once, and a storm of short timed waits on the
+ * per-worker timers.  A lost wakeup hangs (the watchdog
  * names the case); a lost unlock or a double delivery breaks a count.
  */
 #include "st.h"
@@ -253,6 +254,94 @@ static void test_mpmc(void **state)
     WT_CLEAN();
 }
 
+/* ------------------------------------------------------------------ */
+/* Timer storm: short sleeps and timed semaphore waits racing posts, with
+ * workers that sometimes spin without yielding, so timers are fired by
+ * their own worker, by another (stealing a busy worker's due timers), or
+ * lose to a post, and are disarmed from whatever worker the task woke on.
+ * Every unit posted is taken exactly once; no sleep ends early.          */
+
+enum { STORM_TASKS = 64 };
+
+struct storm {
+    weft_sem sem;
+    unsigned rounds;
+    _Atomic long posted, taken;
+    _Atomic unsigned early;        /* sleeps that returned before their time */
+    weft_wait_group wg;
+};
+
+static uint64_t storm_rand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void *stormer(void *arg)
+{
+    struct storm *s = arg;
+    uint64_t x = (uint64_t)(uintptr_t)&x | 1;
+    for (unsigned i = 0; i < s->rounds; i++) {
+        uint64_t r = storm_rand(&x);
+        uint64_t ns = (r >> 8) % 20000; /* 0 .. 20 us */
+        switch (r % 4) {
+        case 0: {
+            uint64_t t0 = wt_now_ns();
+            CHECK_EQ(weft_sleep(ns), 0);
+            if (wt_now_ns() - t0 < ns)
+                atomic_fetch_add(&s->early, 1);
+            break;
+        }
+        case 1: {
+            int rc = weft_sem_wait_for(&s->sem, ns);
+            CHECK(rc == 0 || rc == -ETIMEDOUT);
+            if (rc == 0)
+                atomic_fetch_add(&s->taken, 1);
+            break;
+        }
+        case 2:
+            weft_sem_post(&s->sem);
+            atomic_fetch_add(&s->posted, 1);
+            break;
+        default: {
+            /* Hold this worker for a while: its timers are due meanwhile
+             * and only another worker can fire them. */
+            uint64_t t0 = wt_now_ns();
+            while (wt_now_ns() - t0 < ns)
+                ;
+        }
+        }
+    }
+    weft_wait_group_done(&s->wg);
+    return NULL;
+}
+
+static void test_timer_storm(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    struct storm s = {.rounds = st_scaled(10000)};
+    weft_sem_init(&s.sem, 0);
+    weft_wait_group_init(&s.wg);
+    weft_wait_group_add(&s.wg, STORM_TASKS);
+    weft_task *ts[STORM_TASKS];
+    for (unsigned i = 0; i < STORM_TASKS; i++)
+        ts[i] = st_spawn(p, stormer, &s);
+    assert_int_equal(weft_wait_group_wait(&s.wg), 0);
+    for (unsigned i = 0; i < STORM_TASKS; i++)
+        st_join(ts[i]);
+    /* Conservation: what is left in the semaphore was posted and not
+     * taken. */
+    long left = 0;
+    while (weft_sem_trywait(&s.sem) == 0)
+        left++;
+    assert_int_equal(atomic_load(&s.taken) + left, atomic_load(&s.posted));
+    assert_int_equal(atomic_load(&s.early), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -260,6 +349,7 @@ int main(void)
         WT_TEST1(test_mutex_10k),
         WT_TEST1(test_pingpong),
         WT_TEST(test_mpmc),
+        WT_TEST(test_timer_storm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
