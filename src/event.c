@@ -254,22 +254,11 @@ static void *register_action(void *arg, void *val)
     ev_unlock(ev);
 
     if (tw->deadline) {
-        struct weft__thread *th = &weft__tls; /* the scheduler's thread */
-        tw->timer.deadline = tw->deadline;
-        tw->timer.fire = timer_fired;
-        tw->timer.index = SIZE_MAX;
-        int r;
-        if (th->worker) {
-            r = weft__pool_timer_add(th->worker->pool, &tw->timer,
-                                     &tw->timers);
-        } else {
-            tw->timers = &th->driver->timers;
-            r = weft__timers_add(tw->timers, &tw->timer);
-        }
-        if (r < 0) {
+        tw->timers = weft__task_timer_add(tw->w.task, &tw->timer,
+                                          tw->deadline, timer_fired);
+        if (!tw->timers) {
             /* No memory for the timer: end the wait at once, as a timeout
              * would (unless a set came first), and report -ENOMEM. */
-            tw->timers = NULL;
             tw->no_timer = true;
             timer_fired(&tw->timer);
         }

@@ -272,17 +272,22 @@ static uint64_t timers_earliest(weft_pool *p)
 }
 
 /* Fire w's due timers, and with `all` every worker's; true if any fired
- * (their tasks are queued here). */
+ * (their tasks are queued here).  On the scheduler loop's path: the clock
+ * is read only once some heap holds a timer. */
 static bool run_timers(struct weft__worker *w, bool all)
 {
-    uint64_t now = weft__now_ns();
-    bool fired = weft__timers_run(&w->timers, now) != 0;
-    if (all) {
-        weft_pool *p = w->pool;
-        for (unsigned i = 0; i < p->nworkers; i++)
-            if (p->workers[i] != w &&
-                weft__timers_run(&p->workers[i]->timers, now))
-                fired = true;
+    weft_pool *p = w->pool;
+    uint64_t now = 0;
+    bool fired = false;
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        struct weft__timers *ts = &p->workers[i]->timers;
+        if ((!all && p->workers[i] != w) ||
+            weft__timers_next(ts) == UINT64_MAX)
+            continue;
+        if (!now)
+            now = weft__now_ns();
+        if (weft__timers_run(ts, now))
+            fired = true;
     }
     return fired;
 }

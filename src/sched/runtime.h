@@ -272,6 +272,17 @@ int weft__pool_timer_add(weft_pool *pool, struct weft__timer *tm,
 int weft__pool_arrive(weft_pool *pool);
 void weft__pool_leave(weft_pool *pool);
 
+/*
+ * weft__task_timer_add - set tm's deadline and callback and arm it for
+ * task t on the timers its home runs: its pool's (weft__pool_timer_add)
+ * or its sync_wait driver's.  Returns the heap it went on (for the
+ * disarm), or NULL for no memory (nothing armed).
+ */
+struct weft__timers *weft__task_timer_add(struct weft_task *t,
+                                          struct weft__timer *tm,
+                                          uint64_t deadline,
+                                          void (*fire)(struct weft__timer *));
+
 /* ---------------------------------------------------------------- drivers */
 
 /*

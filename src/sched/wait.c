@@ -150,28 +150,36 @@ void weft__wait_cancel(struct weft__wait *w)
         decide(w, WEFT__W_CANCELED);
 }
 
-static void arm_timer(struct weft__wait *w)
+struct weft__timers *weft__task_timer_add(struct weft_task *t,
+                                          struct weft__timer *tm,
+                                          uint64_t deadline,
+                                          void (*fire)(struct weft__timer *))
 {
-    struct weft_task *t = w->task;
     struct weft__timers *ts = NULL;
-    w->timer.deadline = w->deadline;
-    w->timer.fire = timer_fired;
-    w->timer.index = SIZE_MAX;
-    int r;
+    tm->deadline = deadline;
+    tm->fire = fire;
+    tm->index = SIZE_MAX;
     if (t->pool) {
-        r = weft__pool_timer_add(t->pool, &w->timer, &ts);
+        if (weft__pool_timer_add(t->pool, tm, &ts) < 0)
+            return NULL;
     } else {
         ts = &t->driver->timers;
-        r = weft__timers_add(ts, &w->timer);
+        if (weft__timers_add(ts, tm) < 0)
+            return NULL;
     }
-    if (r < 0) {
+    return ts;
+}
+
+static void arm_timer(struct weft__wait *w)
+{
+    w->timers = weft__task_timer_add(w->task, &w->timer, w->deadline,
+                                     timer_fired);
+    if (!w->timers) {
         /* No memory for the timer: end the wait as a timeout would (unless
          * something came first) and report -ENOMEM. */
         w->nomem = true;
         decide(w, WEFT__W_TIMEDOUT);
-        return;
     }
-    w->timers = ts;
 }
 
 uint32_t weft__wait_block(struct weft__wait *w)
