@@ -831,6 +831,109 @@ static void test_fp_control_per_context(void **state)
     assert_int_equal(weft_coro_destroy(co), 0);
 }
 
+/*
+ * Raised exception flags are status, not control (psABI: MXCSR bits 0-5 are
+ * caller-saved; on aarch64 they live in FPSR, which is not saved).  Two
+ * sides that differ only in their flags must each keep computing in their
+ * own mode, and each side's flags still work between two of its switches.
+ * The switch decides by the control bits alone; the lowest control bit
+ * (MXCSR's DAZ, bit 6) and FPCR's FZ are checked to travel with their
+ * context, so the mask that drops the flags drops nothing more.
+ */
+static unsigned fp_ctl_get(void)
+{
+#if defined(__x86_64__)
+    unsigned csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    return csr & 0x40; /* DAZ */
+#elif defined(__aarch64__)
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return (unsigned)(fpcr >> 24) & 1; /* FZ */
+#endif
+}
+
+static void fp_ctl_set(bool on)
+{
+#if defined(__x86_64__)
+    unsigned csr;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    csr = on ? csr | 0x40 : csr & ~0x40u;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+#elif defined(__aarch64__)
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    fpcr = on ? fpcr | (1ull << 24) : fpcr & ~(1ull << 24);
+    __asm__ volatile("msr fpcr, %0" : : "r"(fpcr));
+#endif
+}
+
+/* One side's check between two switches: exact arithmetic raises nothing,
+ * 1/3 raises inexact and rounds to nearest. */
+static void fp_flags_work(double near)
+{
+    volatile double two = 2.0;
+    assert_int_equal(feclearexcept(FE_ALL_EXCEPT), 0);
+    volatile double four = two * two;
+    assert_true(four == 4.0);
+    assert_int_equal(fetestexcept(FE_ALL_EXCEPT), 0);
+    assert_true(third() == near);
+    assert_true(fetestexcept(FE_INEXACT) != 0);
+    assert_int_equal(fegetround(), FE_TONEAREST);
+}
+
+static void *fp_flags_body(void *in)
+{
+    double near = *(double *)in;
+    for (int i = 0; i < 100; i++) {
+        /* Nothing raised here at the switch, while main has raised
+         * inexact and divide-by-zero (or the other way round). */
+        if (i % 2)
+            fp_flags_work(near);
+        assert_int_equal(feclearexcept(FE_ALL_EXCEPT), 0);
+        assert_int_equal(weft_coro_yield(NULL, NULL), 0);
+        assert_int_equal(fegetround(), FE_TONEAREST);
+        assert_true(third() == near);
+    }
+    /* Now a control bit differs as well: it is ours alone. */
+    fp_ctl_set(true);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(weft_coro_yield(NULL, NULL), 0);
+        assert_true(fp_ctl_get() != 0);
+    }
+    fp_ctl_set(false);
+    return NULL;
+}
+
+static void test_fp_flags_are_not_control(void **state)
+{
+    (void)state;
+    double near = third();
+    volatile double zero = 0.0;
+    weft_coro *co = mk(fp_flags_body);
+    assert_int_equal(weft_coro_resume(co, &near, NULL), 0);
+    for (int i = 0; i < 100; i++) {
+        volatile double inf = 1.0 / zero; /* divide-by-zero */
+        (void)inf;
+        assert_true(third() == near);     /* inexact */
+        assert_true(fetestexcept(FE_DIVBYZERO | FE_INEXACT) ==
+                    (FE_DIVBYZERO | FE_INEXACT));
+        assert_int_equal(weft_coro_resume(co, NULL, NULL), 0);
+        assert_int_equal(fegetround(), FE_TONEAREST);
+        if (i % 2)
+            fp_flags_work(near);
+    }
+    assert_int_equal(fp_ctl_get(), 0);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(weft_coro_resume(co, NULL, NULL), 0);
+        assert_int_equal(fp_ctl_get(), 0); /* the coroutine's did not leak */
+    }
+    /* The last resume ran the body to its end. */
+    assert_int_equal(weft_coro_status(co), WEFT_CORO_DEAD);
+    assert_int_equal(weft_coro_destroy(co), 0);
+    assert_int_equal(feclearexcept(FE_ALL_EXCEPT), 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Callee-saved registers survive switches                             */
 
@@ -1040,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_deep_recursion),
         cmocka_unit_test(test_stack_alignment),
         cmocka_unit_test(test_fp_control_per_context),
+        cmocka_unit_test(test_fp_flags_are_not_control),
         cmocka_unit_test(test_callee_saved_registers),
         cmocka_unit_test(test_nested_three_levels),
     };

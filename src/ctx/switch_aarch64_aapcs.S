@@ -29,7 +29,9 @@
  * The context resumes through `br x30`, not `ret`: the two sides of a
  * ping-pong return to different call sites, which the return-address
  * stack would mispredict on every switch.  The FPCR is written only when
- * it differs (an msr to FPCR can stall the pipeline).
+ * it differs (an msr to FPCR can stall the pipeline).  It holds control
+ * bits only (the sticky exception flags live in FPSR, which is not saved),
+ * so raised flags never make a switch write it.
  *
  * C prototypes (ctx.h):
  *   int weft__ctx_jump(void **from_sp, void *to_sp, void *val, void **inbox,
@@ -120,7 +122,11 @@ weft__ctx_jump_ontop:
         mov     x2, x0                  /* fn's result is the value sent */
         mov     w0, #0
         ldr     x10, [sp, #0]
+        mrs     x9, fpcr                /* fn preserved it: still ours */
+        cmp     x9, x10
+        b.eq    2f
         msr     fpcr, x10
+2:
         DELIVER_AND_RESUME
         .cfi_endproc
         .size   weft__ctx_jump_ontop, .-weft__ctx_jump_ontop
