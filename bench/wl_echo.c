@@ -196,11 +196,5 @@ const bench_workload bench_wl_echo = {
     .higher_is_better = true,
     .extra = echo_extra,
     .run_server = run_echo,
-#if BENCH_ECHO_WEFT
     .weft_server = "echo/weft-echo-server",
-#else
-    .weft_server = NULL,
-#endif
-    .weft_missing = "weft's echo server is not built: it needs the socket "
-                    "I/O of include/weft/io.h",
 };

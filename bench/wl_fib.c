@@ -36,7 +36,7 @@ static void *fib_task(void *arg)
 
     if (n < 2)
         return (void *)n;
-    rc = weft_spawn(fib_pool, fib_task, (void *)(n - 1), &t);
+    rc = weft_spawn(&t, fib_pool, fib_task, (void *)(n - 1), NULL);
     if (rc != 0) {
         /* Keep the answer right; the run still fails on the error. */
         bench_task_error(&fib_err, rc, "weft_spawn");

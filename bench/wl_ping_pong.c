@@ -102,13 +102,13 @@ static int pp_weft(const bench_params *p, bench_sample *out)
     rc = bench_pool_create(&pool, p->threads, WHO);
     if (rc != 0)
         return rc;
-    rc = weft_spawn(pool, pp_b, &r, &b);
+    rc = weft_spawn(&b, pool, pp_b, &r, NULL);
     if (rc != 0) {
         fprintf(stderr, WHO ": weft_spawn (B): %s\n", weft_strerror(rc));
         bench_pool_destroy(pool, WHO);
         return rc;
     }
-    rc = weft_spawn(pool, pp_a, &r, &a);
+    rc = weft_spawn(&a, pool, pp_a, &r, NULL);
     if (rc != 0) {
         /* B is waiting for its first ping: main plays A (event waits block
          * a plain thread), so B finishes and the pool can drain. */

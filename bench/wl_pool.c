@@ -28,7 +28,7 @@ int bench_pool_run(weft_pool *pool, weft_fn fn, void *arg, void **result,
                    const char *who)
 {
     weft_task *t;
-    int rc = weft_spawn(pool, fn, arg, &t);
+    int rc = weft_spawn(&t, pool, fn, arg, NULL);
 
     if (rc != 0) {
         fprintf(stderr, "%s: weft_spawn (root task): %s\n", who, weft_strerror(rc));

@@ -51,7 +51,7 @@ static void *sk_task(void *arg)
 
         kids[spawned].num = nd->num + (uint64_t)spawned * child;
         kids[spawned].size = child;
-        rc = weft_spawn(sk_pool, sk_task, &kids[spawned], &t[spawned]);
+        rc = weft_spawn(&t[spawned], sk_pool, sk_task, &kids[spawned], NULL);
         if (rc != 0) {
             bench_task_error(&sk_err, rc, "weft_spawn");
             break;

@@ -50,8 +50,7 @@ static void *sj_root(void *arg)
 
     r->t0 = bench_now_ns();
     for (spawned = 0; spawned < r->n; spawned++) {
-        int rc = weft_spawn(r->pool, sj_leaf, (void *)(uintptr_t)spawned,
-                            &r->handles[spawned]);
+        int rc = weft_spawn(&r->handles[spawned], r->pool, sj_leaf, (void *)(uintptr_t)spawned, NULL);
         if (rc != 0) {
             bench_task_error(&r->err, rc, "weft_spawn");
             break;

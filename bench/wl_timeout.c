@@ -107,8 +107,7 @@ static void *to_root(void *arg)
 
     r->t0 = bench_now_ns();
     for (spawned = 0; spawned < r->tasks; spawned++) {
-        int rc = weft_spawn(r->pool, to_side_body, &r->sides[spawned],
-                            &r->handles[spawned]);
+        int rc = weft_spawn(&r->handles[spawned], r->pool, to_side_body, &r->sides[spawned], NULL);
         if (rc != 0) {
             /* The partners of the missing tasks end by timeout. */
             bench_task_error(&r->err, rc, "weft_spawn");

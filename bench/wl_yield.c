@@ -60,7 +60,7 @@ static void *yield_root(void *arg)
 
     r->t0 = bench_now_ns();
     for (spawned = 0; spawned < YIELD_TASKS; spawned++) {
-        int rc = weft_spawn(r->pool, yield_task, r, &t[spawned]);
+        int rc = weft_spawn(&t[spawned], r->pool, yield_task, r, NULL);
 
         if (rc != 0) {
             bench_task_error(&r->err, rc, "weft_spawn");

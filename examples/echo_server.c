@@ -62,13 +62,13 @@ static void *connection(void *arg)
     int fd = (int)(intptr_t)arg;
     char buf[16384];
     for (;;) {
-        ssize_t n = weft_read(fd, buf, sizeof buf, -1);
+        ssize_t n = weft_read(fd, buf, sizeof buf);
         if (n <= 0) /* the client closed (0), or reset the connection */
             break;
-        if (weft_write(fd, buf, (size_t)n, -1) != n)
+        if (weft_write(fd, buf, (size_t)n) != n)
             break;
     }
-    close(fd);
+    weft_close(fd); /* weft_accept's fds are weft's: weft_close, not close */
     leave();
     return NULL;
 }
@@ -77,7 +77,7 @@ static void *accept_loop(void *arg)
 {
     (void)arg;
     for (;;) {
-        int fd = weft_accept(listener, NULL, NULL, -1);
+        int fd = weft_accept(listener, NULL, NULL);
         if (fd == -ECANCELED) /* shutting down */
             break;
         if (fd < 0) {
@@ -93,12 +93,12 @@ static void *accept_loop(void *arg)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         atomic_fetch_add(&running, 1);
-        if (weft_spawn(pool, connection, (void *)(intptr_t)fd, NULL) != 0) {
-            close(fd);
+        if (weft_spawn(NULL, pool, connection, (void *)(intptr_t)fd, NULL) != 0) {
+            weft_close(fd);
             leave();
         }
     }
-    close(listener);
+    weft_close(listener);
     leave();
     return NULL;
 }
@@ -109,7 +109,7 @@ static void *signal_watch(void *arg)
     struct signalfd_siginfo si;
     /* A signal, or (should the read fail) nothing more to wait for:
      * either way, shut down. */
-    (void)weft_read(sfd, &si, sizeof si, -1);
+    (void)weft_read(sfd, &si, sizeof si);
     weft_task_cancel(acceptor);
     return NULL;
 }
@@ -117,7 +117,7 @@ static void *signal_watch(void *arg)
 /* A listening socket on 127.0.0.1:port; the port it got in *bound. */
 static int listen_on(unsigned port, unsigned *bound)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = weft_socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
     int one = 1;
@@ -129,7 +129,7 @@ static int listen_on(unsigned port, unsigned *bound)
     if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
         listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        close(fd);
+        weft_close(fd);
         return -1;
     }
     *bound = ntohs(a.sin_port);
@@ -174,6 +174,9 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     int sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+    /* Handed to weft (made non-blocking), so a task can wait on it. */
+    if (sfd >= 0 && weft_fd_adopt(sfd) != 0)
+        sfd = -1;
 
     unsigned bound;
     listener = listen_on(port, &bound);
@@ -186,9 +189,9 @@ int main(int argc, char **argv)
     weft_task *watcher;
     int rc = weft_pool_create(&pool, &opts);
     if (rc == 0)
-        rc = weft_spawn(pool, accept_loop, NULL, &acceptor);
+        rc = weft_spawn(&acceptor, pool, accept_loop, NULL, NULL);
     if (rc == 0)
-        rc = weft_spawn(pool, signal_watch, (void *)(intptr_t)sfd, &watcher);
+        rc = weft_spawn(&watcher, pool, signal_watch, (void *)(intptr_t)sfd, NULL);
     if (rc != 0) {
         fprintf(stderr, "echo_server: %s\n", weft_strerror(rc));
         return 1;
@@ -202,6 +205,6 @@ int main(int argc, char **argv)
     weft_sync_wait(acceptor, NULL);
     weft_event_wait(&drained);
     weft_pool_destroy(pool);
-    close(sfd);
+    weft_close(sfd);
     return 0;
 }

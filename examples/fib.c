@@ -22,7 +22,7 @@ static void *fib(void *arg)
     if (n < 2)
         return (void *)n;
     weft_task *child;
-    if (weft_spawn(pool, fib, (void *)(n - 1), &child) != 0)
+    if (weft_spawn(&child, pool, fib, (void *)(n - 1), NULL) != 0)
         abort(); /* only on out-of-memory: keep the example short */
     long b = (long)fib((void *)(n - 2));
     void *a;

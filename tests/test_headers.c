@@ -40,7 +40,7 @@ static void test_symbols_from_each_header(void **state)
     assert_null(fn);
     /* io.h, through weft.h */
     assert_int_equal(WEFT_IN | WEFT_OUT, 5);
-    assert_int_equal(weft_wait_fd(-1, WEFT_IN, 0), -EBADF);
+    assert_int_equal(weft_wait_fd_for(-1, WEFT_IN, 0), -EBADF);
 }
 
 int main(void)

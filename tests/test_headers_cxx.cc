@@ -29,7 +29,7 @@ int main()
         std::fprintf(stderr, "weft_sem_trywait gave the wrong answers\n");
         return 1;
     }
-    if (weft_wait_fd(-1, WEFT_IN | WEFT_OUT, 0) != -EBADF) {
+    if (weft_wait_fd_for(-1, WEFT_IN | WEFT_OUT, 0) != -EBADF) {
         std::fprintf(stderr, "weft_wait_fd(-1) is not -EBADF\n");
         return 1;
     }

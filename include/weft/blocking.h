@@ -22,6 +22,7 @@
 #ifndef WEFT_BLOCKING_H
 #define WEFT_BLOCKING_H
 
+#include <stdint.h>
 #include <weft/coro.h>
 #include <weft/error.h>
 
@@ -43,6 +44,13 @@ extern "C" {
  * result that owns memory or a descriptor is leaked then).
  */
 WEFT_API int weft_blocking(weft_fn fn, void *arg, void **result);
+
+/* weft_blocking_for - as weft_blocking, waiting for fn at most timeout_ns
+ * (on a plain thread fn runs to its end regardless); also -ETIMEDOUT: fn
+ * runs on to the end on its thread and its return value is dropped, as
+ * after a cancellation (with timeout_ns 0, in a task, fn does not run). */
+WEFT_API int weft_blocking_for(weft_fn fn, void *arg, void **result,
+                               uint64_t timeout_ns);
 
 #ifdef __cplusplus
 }

@@ -55,20 +55,24 @@ typedef enum {
     WEFT_CORO_DEAD       /* its body returned                             */
 } weft_coro_state;
 
-/* Options; NULL or zero fields mean defaults. */
+/* Options; NULL or zero fields mean defaults (weft/weft.h, "Options"). */
 typedef struct weft_coro_opts {
     size_t stack_size;  /* bytes, rounded up to whole pages; 0 = default   */
     const char *name;   /* copied (first 31 bytes); NULL = "coro"          */
+    void *reserved_[4]; /* must be zero                                     */
 } weft_coro_opts;
 
 #define WEFT_STACK_DEFAULT (256u * 1024u)
+/* The largest stack a coroutine or task may ask for. */
+#define WEFT_STACK_MAX ((size_t)1 << 30)
 
 /*
  * weft_coro_create - make a coroutine that will run fn.
  * The stack is reserved, not committed (pages commit on first touch), and
  * sits above a guard region.  Any context.
- * Returns 0 and sets *out, -EINVAL (out or fn NULL, stack size over 1 GiB),
- * -ENOMEM (no memory, or no address space left for the stack).
+ * Returns 0 and sets *out, -EINVAL (out or fn NULL, stack size over
+ * WEFT_STACK_MAX, a reserved option set), -ENOMEM (no memory, or no address
+ * space left for the stack).
  */
 WEFT_API int weft_coro_create(weft_coro **out, weft_fn fn,
                               const weft_coro_opts *opts);
@@ -86,8 +90,9 @@ WEFT_API int weft_coro_resume(weft_coro *co, void *in, void **out);
  * weft_coro_yield - suspend the running coroutine; control goes back to
  * its resumer, whose resume returns 0 with *out = `out`.
  * When resumed again, returns 0 and sets *in (in may be NULL).
- * Returns -EPERM on a plain thread, -ECANCELED once the coroutine is being
- * destroyed (then it does not suspend).
+ * Returns -EPERM (on a plain thread, or in a task's own body: a task
+ * suspends through weft_yield and the other waits), -ECANCELED (the
+ * coroutine is being destroyed; it does not suspend).
  */
 WEFT_API int weft_coro_yield(void *out, void **in);
 
@@ -96,9 +101,9 @@ WEFT_API int weft_coro_yield(void *out, void **in);
  * The caller becomes SUSPENDED; `to` runs with the caller's resumer as its
  * own, receiving `in` (fn's argument if `to` never ran).  Returns 0 when the
  * caller is resumed or transferred to again, with *out set.
- * Returns -EINVAL (to NULL), -EPERM (plain thread), -ESRCH (to DEAD),
- * -EBUSY (to is RUNNING or NORMAL, which includes to == the caller),
- * -ECANCELED (the caller is being destroyed).
+ * Returns -EINVAL (to NULL), -EPERM (a plain thread, or a task's own body),
+ * -ESRCH (to DEAD), -EBUSY (to is RUNNING or NORMAL, which includes
+ * to == the caller), -ECANCELED (the caller is being destroyed).
  */
 WEFT_API int weft_coro_transfer(weft_coro *to, void *in, void **out);
 
@@ -115,14 +120,38 @@ WEFT_API int weft_coro_destroy(weft_coro *co);
 WEFT_API weft_coro_state weft_coro_status(const weft_coro *co);
 
 /*
- * weft_coro_current - the coroutine running on the calling thread, NULL on a
- * plain thread.  Reads thread-local state afresh on every call (never cached
- * across a switch).
+ * weft_coro_current - the standalone coroutine running on the calling
+ * thread; NULL on a plain thread and in a task's own body (a task is not a
+ * weft_coro: weft_task_current names it).  A coroutine that a task resumes
+ * is current while it runs.  Reads thread-local state afresh on every call
+ * (never cached across a switch).
  */
 WEFT_API weft_coro *weft_coro_current(void);
 
 /* weft_coro_name - co's name ("coro" by default); "" for NULL. */
 WEFT_API const char *weft_coro_name(const weft_coro *co);
+
+/*
+ * Stack overflow diagnostics.  By default a coroutine or task that runs
+ * into the guard page below its stack makes the process print
+ *     weft: stack overflow in coroutine 'NAME' (stack N KiB)
+ * to stderr and abort.  For that weft installs a SIGSEGV and SIGBUS handler
+ * (once per process, when a thread first runs a coroutine; it passes every
+ * other fault on to the handler installed before it) and gives each thread
+ * that runs coroutines an alternate signal stack (unless it has one).
+ * Signal dispositions belong to the whole process, so this setting does
+ * too: a program that owns those signals turns it off with
+ * weft_overflow_handler_disable or by setting the environment variable
+ * WEFT_OVERFLOW_HANDLER=0.  Without the handler an overflow simply kills
+ * the process with SIGSEGV.
+ */
+
+/* weft_overflow_handler_disable - no stack overflow handler in this process
+ * from now on: it is removed if it is installed and still the one in place
+ * (another handler installed since is left alone), and never installed
+ * later.  Alternate signal stacks already given stay.  Any context;
+ * cannot be undone. */
+WEFT_API void weft_overflow_handler_disable(void);
 
 #ifdef __cplusplus
 }

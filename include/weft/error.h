@@ -1,12 +1,17 @@
 /*
- * weft/error.h — error convention.
+ * weft/error.h — the error convention (weft/weft.h, "Errors") and names
+ * for the codes.
  *
- * Every weft function that can fail returns int: 0 on success or a negative
- * errno value (-EINVAL, -ENOMEM, -EPERM, -EBUSY, -ESRCH, -EDEADLK,
- * -ECANCELED, -ESHUTDOWN, -ETIMEDOUT, -EPIPE, -EAGAIN).  A call that returns
- * an error has no other effect.
- *
- * Callable from any context.
+ * weft's calls return negative errno values.  The codes weft itself
+ * decides on, across the API: -EINVAL (a bad argument), -ENOMEM (no
+ * memory, or no address space for a stack), -EPERM (not allowed from
+ * this context), -EBUSY (running, or in use), -ESRCH (a dead coroutine),
+ * -EDEADLK (would wait for itself), -ECANCELED (the task was cancelled),
+ * -ESHUTDOWN (the pool is being destroyed), -ETIMEDOUT (the timeout
+ * passed), -EPIPE (a closed channel), -EAGAIN (a try that would have had to
+ * wait), -EEXIST (already so), -EMFILE/-ENFILE (no file descriptors).
+ * The I/O calls also pass on the system's own codes (-ECONNRESET,
+ * -EBADF...), as their declarations say.
  */
 #ifndef WEFT_ERROR_H
 #define WEFT_ERROR_H
@@ -22,10 +27,11 @@ extern "C" {
 #define WEFT_API __attribute__((visibility("default")))
 
 /*
- * weft_strerror - name a weft error code.
- * Accepts the negative value a weft call returned (a positive errno works
- * too).  Returns a static string, never NULL; unknown codes give
- * "unknown error".
+ * weft_strerror - a short description of an error code: weft's own words
+ * for the codes listed above, the C library's description for every other
+ * errno value.  Takes the negative value a call returned (a positive errno
+ * works too).  Returns a static string, never NULL: "success" for 0,
+ * "unknown error" for a value that is no errno.  Any context; thread-safe.
  */
 WEFT_API const char *weft_strerror(int err);
 

@@ -23,10 +23,9 @@
 extern "C" {
 #endif
 
+/* Opaque storage (weft/weft.h, "Objects"). */
 typedef struct weft_event {
-    /* fields are private */
-    uintptr_t state_;  /* 0, SET, or the waiter list (under lock_)       */
-    uint32_t lock_;
+    uint64_t opaque_[4];
 } weft_event;
 
 /* weft_event_init - an unset event.  Any context; does nothing for NULL. */
@@ -43,14 +42,15 @@ WEFT_API bool weft_event_is_set(const weft_event *ev);
 /*
  * weft_event_wait - wait until it is set.  In a task: parks the task.  On
  * a plain thread: blocks the thread.  In a standalone coroutine (not a
- * task): blocks the thread it runs on.
+ * task): blocks the thread it runs on.  A set event returns 0 at once,
+ * also in a cancelled task.
  * Returns 0, -EINVAL (NULL), -ECANCELED (in a task that was cancelled
  * before or while it waited; weft_task_cancel).
  */
 WEFT_API int weft_event_wait(weft_event *ev);
 
 /* weft_event_wait_for - as weft_event_wait, for at most timeout_ns.
- * Returns 0 (set), -ETIMEDOUT, -EINVAL (NULL), -ECANCELED, -ENOMEM (in a
+ * Returns 0 (set), -EINVAL (NULL), -ETIMEDOUT, -ECANCELED, -ENOMEM (in a
  * task: no memory to arm its timer; it did not wait). */
 WEFT_API int weft_event_wait_for(weft_event *ev, uint64_t timeout_ns);
 

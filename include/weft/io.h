@@ -2,39 +2,56 @@
  * weft/io.h — socket (and pipe) I/O that parks the calling task, not its
  * worker.
  *
- * Each call first tries the system call.  When it would block, a task on a
- * pool parks until the pool's netpoller (epoll, polled by an idle worker)
- * reports the fd ready, then tries again.  A plain thread, a standalone
- * coroutine, and a task run by weft_sync_wait's thread without a pool
- * block their thread in poll(2) instead (timeouts are honoured; such a
- * task sees weft_task_cancel only when a call starts, and weft_close from
- * another thread does not wake it: shutdown(2) the socket for that).
+ * Each call first tries the system call without blocking.  When it would
+ * block, a task on a pool parks until the pool's netpoller (epoll, polled
+ * by an idle worker) reports the fd ready, then tries again.  A plain
+ * thread, a standalone coroutine, and a task run by weft_sync_wait's thread
+ * without a pool block their thread in poll(2) instead (timeouts are
+ * honoured; such a task sees weft_task_cancel only when a call starts, and
+ * weft_close from another thread does not wake it: shutdown(2) the socket
+ * for that).  Timeouts and cancellation: weft/weft.h.
  *
- * Timeouts: timeout_ns < 0 waits without limit; 0 tries once and returns
- * -ETIMEDOUT instead of waiting; otherwise the call gives up with
- * -ETIMEDOUT after timeout_ns (the whole call, however many waits).
- * Every wait in a task also ends with -ECANCELED if the task is cancelled
- * (weft_task_cancel); a call that can complete without waiting does so.
+ * Two kinds of fd.
  *
- * The fd: weft_read, weft_write, weft_accept and weft_connect make it
- * non-blocking (O_NONBLOCK, fcntl) the first time weft sees it, and it
- * stays so; that flag belongs to the open file description, so it is also
- * seen through dup(2)s and by other processes sharing it (think twice
- * before passing 0, 1 or 2).  The first wait of a task on an fd registers
- * it (edge-triggered) with the netpoller of the task's pool.
+ * Owned fds are those weft made (weft_socket, weft_accept) or that the
+ * program handed over (weft_fd_adopt).  weft sets O_NONBLOCK on them,
+ * registers each with a netpoller once, edge-triggered, the first time a
+ * task waits on it, and remembers what it learnt of it (that it is a
+ * stream socket, that its receive queue is empty).  This is the fast path:
+ * a wait costs no system call beyond the one that would block.  The
+ * program closes an owned fd with weft_close, which also wakes the tasks
+ * that wait on it (-EBADF).  Closing one with close(2), dup2(2) over it
+ * or fclose(3) of a FILE on it is a bug in the program: weft would take a
+ * new file that gets the same number for the old one.  weft notices it
+ * where that costs nothing and prints one line to stderr ("weft: fd N ...
+ * was closed without weft_close"): when the kernel answers EBADF or
+ * ENOTSOCK for it, when the number comes back from weft_accept or
+ * weft_socket, and in a check that the netpoller makes about once a second
+ * of every fd with parked waits (its registration must still be there);
+ * that check also wakes the waits with -EBADF, so none stays parked on a
+ * file that is gone.
  *
- * Close an fd that these calls have used with weft_close, not close(2):
- * weft remembers, per fd number, that the fd is non-blocking and
- * registered.  After a plain close(2), a new file that gets the same
- * number would be taken for both, until weft_accept returns that number
- * or weft_connect is called on it (both start the fd afresh): reads could
- * block the worker and waits would see no readiness.  weft_close also
- * wakes every task parked on the fd (their calls return -EBADF), which a
- * plain close(2) cannot do: epoll is not told about it.
+ * Borrowed fds are all others: a socket some library made and will close
+ * itself with close(2) (a database client, an HTTP client, a resolver), a
+ * pipe, a terminal.  weft never changes their flags and keeps nothing it
+ * would have to trust later: each wait registers the fd for one report
+ * (EPOLLONESHOT, level-triggered: readiness already there is reported at
+ * once), re-arming it for the next wait, and a registration left over from
+ * a file that was closed meanwhile is replaced, not trusted.  Sockets are
+ * read and written with MSG_DONTWAIT, so a blocking socket stays blocking
+ * for its library and still never blocks a worker.  Other borrowed fds
+ * (pipes, ttys...) are read and written only if they are non-blocking
+ * (O_NONBLOCK): on a blocking one weft_read and weft_write say -EINVAL
+ * (they could only block the worker); waiting on one with weft_wait_fd is
+ * fine.  Likewise weft_connect needs a non-blocking borrowed socket, and
+ * weft_accept a non-blocking borrowed listening socket.  Cost: one
+ * epoll_ctl per wait that parks, and, while a wait stays parked, the
+ * netpoller's check about once a second (which is also what ends, with
+ * -EBADF, a wait whose fd is closed with close(2) or dup2(2)'d over by
+ * someone else: never a hang, but up to a second late).
  *
- * Who may call: any context.  The fd is owned by the caller; weft_accept's
- * result belongs to its caller.  Several tasks may wait on one fd at once
- * (a readiness change wakes them all, and each tries again).
+ * Who may call: any context.  Several tasks may wait on one fd at once (a
+ * readiness change wakes them all, and each tries again).
  */
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
@@ -51,60 +68,109 @@ extern "C" {
 /* Readiness bits (the values of POLLIN and POLLOUT). */
 enum { WEFT_IN = 1, WEFT_OUT = 4 };
 
+/* ------------------------------------------------------- owned fds */
+
+/*
+ * weft_socket - socket(2) for weft: the new socket is owned (see the top),
+ * non-blocking and close-on-exec.  Returns the fd, or -errno: socket(2)'s
+ * errors (-EAFNOSUPPORT, -EMFILE...), -ENOMEM (no memory for weft's
+ * record of it: the socket is closed again).
+ */
+WEFT_API int weft_socket(int domain, int type, int protocol);
+
+/*
+ * weft_fd_adopt - hand fd over to weft: it becomes owned (see the top) and
+ * non-blocking (O_NONBLOCK is set on its open file description, which
+ * every dup(2) of it and every process sharing it sees).  Returns 0, or
+ * -EBADF (fd not open), -EEXIST (weft owns it already; if the program
+ * closed it with close(2) since, that was the bug: weft_close it),
+ * -ENOMEM, -EINVAL (fd beyond weft's table: 4,194,303 is the highest).
+ */
+WEFT_API int weft_fd_adopt(int fd);
+
+/*
+ * weft_close - close fd, owned or borrowed: wake every task waiting on fd
+ * in these calls (they return -EBADF), forget what weft knows about fd,
+ * and close(2) it.  Returns 0 or close(2)'s error (-EBADF, -EIO...); the
+ * number is released either way.  A call that starts on fd after
+ * weft_close began is a use after close, as with close(2).
+ */
+WEFT_API int weft_close(int fd);
+
+/* ------------------------------------------------------- any fd */
+
 /*
  * weft_wait_fd - wait until fd is readable (WEFT_IN) and/or writable
  * (WEFT_OUT), as `events` asks.  Returns the ready subset of `events`
  * (never 0); an error or hang-up on the fd counts as both (the next read
  * or write reports it).  Returns -EINVAL (events 0 or with other bits),
- * -EBADF (fd not open, or closed by weft_close while waiting),
- * -ETIMEDOUT, -ECANCELED, -ENOMEM.
+ * -EBADF (fd not open, or closed while waiting), -ECANCELED, -ENOMEM.
  */
-WEFT_API int weft_wait_fd(int fd, unsigned events, int64_t timeout_ns);
+WEFT_API int weft_wait_fd(int fd, unsigned events);
+
+/* weft_wait_fd_for - as weft_wait_fd, waiting at most timeout_ns; also
+ * -ETIMEDOUT. */
+WEFT_API int weft_wait_fd_for(int fd, unsigned events, uint64_t timeout_ns);
 
 /*
- * weft_read - read(2) up to len bytes, waiting until some are available.
- * Returns the count (0 at end of file), or -errno: read(2)'s errors (never
- * -EAGAIN), -ETIMEDOUT, -ECANCELED, -ENOMEM, -EBADF (also: closed by
- * weft_close while waiting).
+ * weft_read - read up to len bytes, waiting until some are available.
+ * Returns the count (0 at end of file), or -errno: read(2)'s errors
+ * (-ECONNRESET...; never -EAGAIN), -EBADF (also: closed while waiting),
+ * -EINVAL (a blocking borrowed fd that is not a socket), -ECANCELED,
+ * -ENOMEM.
  */
-WEFT_API ssize_t weft_read(int fd, void *buf, size_t len, int64_t timeout_ns);
+WEFT_API ssize_t weft_read(int fd, void *buf, size_t len);
+
+/* weft_read_for - as weft_read, waiting at most timeout_ns; also
+ * -ETIMEDOUT. */
+WEFT_API ssize_t weft_read_for(int fd, void *buf, size_t len,
+                               uint64_t timeout_ns);
 
 /*
  * weft_write - write all len bytes, waiting for room as needed.  Returns
- * len, or -errno: write(2)'s errors (-EPIPE: and SIGPIPE is raised as
- * write(2) does; servers usually ignore it), -ETIMEDOUT, -ECANCELED,
- * -ENOMEM, -EBADF.  On an error after part of buf went out, how much went
- * is not reported: the stream should be closed.
+ * len, or -errno: write(2)'s errors (-EPIPE, and SIGPIPE is raised as
+ * write(2) does: servers usually ignore it; -ECONNRESET...), -EBADF (also:
+ * closed while waiting), -EINVAL (len over SSIZE_MAX, or a blocking
+ * borrowed fd that is not a socket), -ECANCELED, -ENOMEM.  On an error
+ * after part of buf went out, how much went is not reported: the stream
+ * should be closed.
  */
-WEFT_API ssize_t weft_write(int fd, const void *buf, size_t len,
-                            int64_t timeout_ns);
+WEFT_API ssize_t weft_write(int fd, const void *buf, size_t len);
+
+/* weft_write_for - as weft_write, waiting at most timeout_ns for the whole
+ * of it; also -ETIMEDOUT (how much went is not reported). */
+WEFT_API ssize_t weft_write_for(int fd, const void *buf, size_t len,
+                                uint64_t timeout_ns);
 
 /*
  * weft_accept - accept a connection on listening socket lfd, waiting for
  * one.  addr and len are as for accept(2) (both may be NULL).  Returns the
- * new connected fd, non-blocking and close-on-exec, or -errno: accept(2)'s
- * errors (aborted connections are skipped, not reported), -ETIMEDOUT,
- * -ECANCELED, -ENOMEM.
+ * new connected fd, owned by weft (see the top), non-blocking and
+ * close-on-exec, or -errno: accept(2)'s errors (aborted connections are
+ * skipped, not reported; -EMFILE and -ENFILE when the process or the
+ * system is out of fds), -EINVAL (lfd is borrowed and blocking, or not a
+ * listening socket), -ECANCELED, -ENOMEM.
  */
-WEFT_API int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len,
-                         int64_t timeout_ns);
+WEFT_API int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len);
+
+/* weft_accept_for - as weft_accept, waiting at most timeout_ns; also
+ * -ETIMEDOUT. */
+WEFT_API int weft_accept_for(int lfd, struct sockaddr *addr, socklen_t *len,
+                             uint64_t timeout_ns);
 
 /*
  * weft_connect - connect socket fd to addr, waiting for the handshake.
  * Returns 0, or -errno: connect(2)'s errors (-ECONNREFUSED...; the
- * asynchronous outcome is read from SO_ERROR), -ETIMEDOUT (the attempt may
- * still be in progress: close the socket), -ECANCELED, -ENOMEM.
+ * asynchronous outcome is read from SO_ERROR), -EINVAL (fd is borrowed and
+ * blocking: make it with weft_socket, adopt it, or set O_NONBLOCK),
+ * -ECANCELED, -ENOMEM.
  */
-WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t len,
-                          int64_t timeout_ns);
+WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t len);
 
-/*
- * weft_close - wake every task parked on fd in these calls (they return
- * -EBADF), forget what weft knows about fd, and close(2) it.  Returns 0 or
- * close(2)'s error (-EBADF, -EIO...).  A call that starts on fd after
- * weft_close began is a use after close, as with close(2).
- */
-WEFT_API int weft_close(int fd);
+/* weft_connect_for - as weft_connect, waiting at most timeout_ns; also
+ * -ETIMEDOUT (the attempt may still be in progress: close the socket). */
+WEFT_API int weft_connect_for(int fd, const struct sockaddr *addr,
+                              socklen_t len, uint64_t timeout_ns);
 
 #ifdef __cplusplus
 }

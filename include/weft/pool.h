@@ -4,7 +4,7 @@
  *
  * Each worker runs a scheduler loop on its own thread.  Idle workers search
  * other workers' queues for a bounded time and then sleep on a futex (one
- * of them in the pool's epoll netpoller instead while tasks wait on fds,
+ * of them in the pool's netpoller instead while tasks wait on fds,
  * weft/io.h); a submitter wakes a sleeping worker only when no worker is
  * searching.
  *
@@ -23,42 +23,29 @@ extern "C" {
 
 typedef struct weft_pool weft_pool;
 
-/*
- * Stack overflow diagnostics.  By default a coroutine or task that runs
- * into the guard page below its stack makes the process print
- *     weft: stack overflow in coroutine 'NAME' (stack N KiB)
- * to stderr and abort.  For that weft installs a SIGSEGV and SIGBUS handler
- * (once per process, when a thread first runs a coroutine; it passes every
- * other fault on to the handler installed before it) and gives each thread
- * that runs coroutines an alternate signal stack (unless it has one).
- * A program that owns those signals turns all of it off, for the whole
- * process, with no_overflow_handler below or by setting the environment
- * variable WEFT_OVERFLOW_HANDLER=0.  Without the handler an overflow
- * simply kills the process with SIGSEGV.
- */
-
-/* Options; NULL or zero fields mean defaults. */
+/* Options; NULL or zero fields mean defaults (weft/weft.h, "Options"). */
 typedef struct weft_pool_opts {
     unsigned threads;   /* worker threads; 0 = online CPUs                */
     size_t stack_size;  /* default task stack; 0 = WEFT_STACK_DEFAULT     */
     const char *name;   /* thread names are "<name>-<i>"; NULL = "weft"   */
-    /* nonzero: no stack overflow handler in this process from now on (it
-     * is removed if a coroutine installed it already); 0 = keep it */
-    int no_overflow_handler;
+    void *reserved_[4]; /* must be zero                                   */
 } weft_pool_opts;
+
+/* The most worker threads a pool may have. */
+#define WEFT_POOL_THREADS_MAX 1024u
 
 /*
  * weft_pool_create - start a pool.  Any context.
- * Returns 0 and sets *out, -EINVAL (out NULL, more than 1024 threads, stack
- * size over 1 GiB), -ENOMEM, -EAGAIN (a thread could not be started),
- * -EMFILE or -ENFILE (no file descriptors for its netpoller: an epoll
- * instance and an eventfd, weft/io.h).
+ * Returns 0 and sets *out, -EINVAL (out NULL, more than
+ * WEFT_POOL_THREADS_MAX threads, stack size over WEFT_STACK_MAX, a reserved
+ * option set), -ENOMEM, -EAGAIN (a thread could not be started).
  */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
 
 /*
  * weft_pool_destroy - drain and free the pool: new spawns and schedules
- * onto it fail with -ESHUTDOWN from now on; it returns once every task on
+ * onto it from outside fail with -ESHUTDOWN from now on (its own tasks may
+ * still spawn: their work may need helpers); it returns once every task on
  * the pool has ended (including tasks those tasks spawn), then joins the
  * workers and frees everything.  From a plain thread or a coroutine that
  * is not running on this pool.

@@ -24,9 +24,7 @@
  * are private.  An object's memory may be reused once no call on it is in
  * progress.  Initialising an object in use is undefined.
  *
- * Extensions to the contract in DESIGN.md: weft_mutex_lock_for,
- * weft_sem_trywait and weft_wait_group_wait_for, so that every wait has a
- * timed or non-blocking form.
+ * The structs are opaque storage of a fixed size (weft/weft.h, "Objects").
  */
 #ifndef WEFT_SYNC_H
 #define WEFT_SYNC_H
@@ -38,13 +36,6 @@
 extern "C" {
 #endif
 
-/* Private to weft: a FIFO of the waiters' records, which live on the
- * waiters' stacks. */
-struct weft__wait;
-typedef struct weft__waitq {
-    struct weft__wait *head_, *tail_;
-} weft__waitq;
-
 /* ------------------------------------------------------------ mutex */
 
 /*
@@ -53,11 +44,7 @@ typedef struct weft__waitq {
  * locked it.  It is not recursive.
  */
 typedef struct weft_mutex {
-    /* fields are private */
-    uint32_t state_;     /* 0 free, 1 locked, 2 locked and maybe waiters */
-    uint32_t lock_;      /* guards q_                                    */
-    uintptr_t owner_;    /* the owning task or thread, 0 when free       */
-    weft__waitq q_;
+    uint64_t opaque_[6];
 } weft_mutex;
 
 /* weft_mutex_init - an unlocked mutex.  Any context; nothing for NULL. */
@@ -72,7 +59,8 @@ WEFT_API void weft_mutex_init(weft_mutex *m);
 WEFT_API int weft_mutex_lock(weft_mutex *m);
 
 /* weft_mutex_lock_for - as weft_mutex_lock, waiting at most timeout_ns;
- * also -ETIMEDOUT, -ENOMEM (the caller does not hold m). */
+ * also -ETIMEDOUT, -ENOMEM (no memory for its timer); after either the
+ * caller does not hold m. */
 WEFT_API int weft_mutex_lock_for(weft_mutex *m, uint64_t timeout_ns);
 
 /* weft_mutex_trylock - lock m if it is free.  Returns 0, -EINVAL (NULL),
@@ -86,9 +74,7 @@ WEFT_API int weft_mutex_unlock(weft_mutex *m);
 /* ------------------------------------------------------------ condition */
 
 typedef struct weft_cond {
-    /* fields are private */
-    uint32_t lock_;      /* guards q_ */
-    weft__waitq q_;
+    uint64_t opaque_[4];
 } weft_cond;
 
 /* weft_cond_init - a condition nobody waits on.  Nothing for NULL. */
@@ -123,10 +109,7 @@ WEFT_API void weft_cond_broadcast(weft_cond *c);
 /* ------------------------------------------------------------ semaphore */
 
 typedef struct weft_sem {
-    /* fields are private */
-    uint64_t count_;     /* units available (none while anyone waits) */
-    uint32_t lock_;      /* guards count_ and q_                       */
-    weft__waitq q_;
+    uint64_t opaque_[6];
 } weft_sem;
 
 /* weft_sem_init - a semaphore holding count units.  Nothing for NULL. */
@@ -156,10 +139,7 @@ WEFT_API void weft_sem_post(weft_sem *s);
  * starting jobs, done as each ends, wait until the counter is zero.
  */
 typedef struct weft_wait_group {
-    /* fields are private */
-    uint64_t count_;     /* outstanding jobs                */
-    uint32_t lock_;      /* guards count_ and q_            */
-    weft__waitq q_;
+    uint64_t opaque_[6];
 } weft_wait_group;
 
 /* weft_wait_group_init - a group with nothing outstanding.  Nothing for

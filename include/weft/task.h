@@ -2,20 +2,23 @@
  * weft/task.h — tasks: coroutines run by a pool, awaited or waited on.
  *
  * A task is a coroutine plus a completion record (its result, the one
- * waiting for it, a reference count).  The handle a create or spawn
- * returns is consumed by exactly one of weft_await, weft_sync_wait or
- * weft_task_detach; after that the handle must not be used.  A task's stack
- * is recycled the moment its body returns; only the small record waits for
- * the handle.
+ * waiting for it, a reference count).  There are two ways to make one,
+ * with the same arguments: weft_task_create makes a lazy task, which runs
+ * only once something waits for it; weft_spawn makes an eager one, queued
+ * on a pool at once.  The handle either returns is consumed by exactly one
+ * of weft_await (or weft_await_for, once it returns 0), weft_sync_wait or
+ * weft_task_detach; after that the handle must not be used.  A task's
+ * stack is recycled the moment its body returns; only the small record
+ * waits for the handle.
  *
- * Contexts: "in a task" means code running in a task's body (or a function
- * it calls), on whatever thread currently runs it.  A task may continue on
- * another thread after any call that can suspend (await, schedule, yield,
- * event waits): see the README on thread-local storage.
+ * Contexts (weft/weft.h, "Contexts"): "in a task" means code running in a
+ * task's body (or a function it calls), on whatever thread currently runs
+ * it.  A task may continue on another thread after any call that can wait.
  */
 #ifndef WEFT_TASK_H
 #define WEFT_TASK_H
 
+#include <stdint.h>
 #include <weft/coro.h>
 #include <weft/pool.h>
 
@@ -25,43 +28,60 @@ extern "C" {
 
 typedef struct weft_task weft_task;
 
-/*
- * weft_task_create - a lazy task: it does not run until it is awaited (it
- * then starts on the awaiter's thread, by symmetric transfer) or passed to
- * weft_sync_wait (it then starts on the calling thread).  opts as for
- * weft_coro_create (NULL: defaults).  Any context.
- * Returns 0, -EINVAL (out or fn NULL, stack size over 1 GiB), -ENOMEM.
- */
-WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
-                              const weft_coro_opts *opts);
+/* Options of a task, lazy or eager; NULL or zero fields mean defaults
+ * (weft/weft.h, "Options"). */
+typedef struct weft_task_opts {
+    size_t stack_size;  /* bytes; 0: its pool's (or WEFT_STACK_DEFAULT)    */
+    const char *name;   /* copied (first 31 bytes); NULL = "task"          */
+    void *reserved_[4]; /* must be zero                                    */
+} weft_task_opts;
 
 /*
- * weft_spawn - an eager task: queued on pool at once.  out NULL means
- * detached (nobody will wait for it).  Any context; from a worker of pool
- * it goes to that worker's own queue.
- * Returns 0, -EINVAL (pool or fn NULL), -ENOMEM, -ESHUTDOWN (pool is being
- * destroyed: nothing was queued).
+ * weft_task_create - a lazy task that will run fn(arg): it does not run
+ * until it is awaited (it then starts on the awaiter's thread, by
+ * symmetric transfer, and belongs to the awaiter's pool) or passed to
+ * weft_sync_wait (it then starts on the calling thread).  Any context.
+ * Returns 0 and sets *out, -EINVAL (out or fn NULL, stack size over
+ * WEFT_STACK_MAX, a reserved option set), -ENOMEM.
+ */
+WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
+                              const weft_task_opts *opts);
+
+/*
+ * weft_spawn - an eager task that will run fn(arg), queued on pool at
+ * once; out NULL means detached (nobody will wait for it).  Any context;
+ * from a worker of pool it goes to that worker's own queue.
+ * Returns 0 (and sets *out if out is not NULL), -EINVAL (pool or fn NULL,
+ * stack size over WEFT_STACK_MAX, a reserved option set), -ENOMEM,
+ * -ESHUTDOWN (pool is being destroyed and the caller is not one of its
+ * tasks: nothing was queued).
  * Its stack is taken when a worker starts it (an await may even run it
  * inline, with none).  A task that runs out of memory there is not lost:
  * it goes back to the end of the pool's queue and starts once a stack can
  * be had (stacks of tasks that end are reused).
  */
-WEFT_API int weft_spawn(weft_pool *pool, weft_fn fn, void *arg,
-                        weft_task **out);
+WEFT_API int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
+                        void *arg, const weft_task_opts *opts);
 
 /*
  * weft_await - wait in a task for t to end; consumes t.  If t has ended,
  * returns at once; if t is lazy, it starts now on this thread (its result
- * comes back to this task, which resumes where t's last worker is);
- * otherwise the calling task suspends and the worker that finishes t
- * switches straight to it.  *result (may be NULL) gets fn's return value.
- * Returns 0, -EINVAL (t NULL or t is the calling task), -EPERM (not in a
- * task; t is not consumed), -ENOMEM (t is lazy and no stack could be had
- * to start it: t is not consumed and may be awaited again), -ECANCELED
- * (the calling task was cancelled, before or while it waited: t is not
+ * comes back to this task, which resumes where t's last worker is); if t
+ * was spawned and no worker has started it yet, its body runs here as a
+ * plain call; otherwise the calling task is parked and the worker that
+ * finishes t switches straight to it.  *result (may be NULL) gets fn's
+ * return value.
+ * Returns 0, -EINVAL (t NULL, or t is the calling task), -EPERM (not in a
+ * task; t is not consumed), -ENOMEM (t is lazy and no stack could be had to
+ * start it: t is not consumed and may be awaited again), -ECANCELED (the
+ * calling task was cancelled, before or while it waited: t is not
  * consumed; it runs on and may be awaited again).
  */
 WEFT_API int weft_await(weft_task *t, void **result);
+
+/* weft_await_for - as weft_await, waiting at most timeout_ns; also
+ * -ETIMEDOUT (t is not consumed: it runs on, and may be awaited again). */
+WEFT_API int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns);
 
 /*
  * weft_await_all - in a task: weft_await each of ts[0..n-1] in order;
@@ -80,7 +100,8 @@ WEFT_API int weft_await_all(weft_task **ts, size_t n, void **results);
  * its body; the handle is still to be awaited (or detached).  Cancelling
  * a task that has ended does nothing.  Any context; the flag stays set.
  * A task whose body runs inline on its awaiter's stack (weft_await's fast
- * path) blocks as its awaiter: cancel the awaiter to reach it.
+ * path) is cancelled like any other: its own waits end; cancelling the
+ * awaiter is seen by the awaiter's next wait after the body returns.
  * Returns 0, -EINVAL (NULL).
  */
 WEFT_API int weft_task_cancel(weft_task *t);
@@ -97,9 +118,22 @@ WEFT_API int weft_task_cancel(weft_task *t);
 WEFT_API int weft_sync_wait(weft_task *t, void **result);
 
 /* weft_task_detach - give up the handle; the task runs on and its record
- * is freed when it ends.  Returns 0, -EINVAL (NULL).  A detached lazy task
- * that never ran is freed at once without running. */
+ * is freed when it ends.  A detached lazy task that never ran is freed at
+ * once without running.  Any context.  Returns 0, -EINVAL (NULL). */
 WEFT_API int weft_task_detach(weft_task *t);
+
+/*
+ * weft_task_current - the task whose body is running (on the calling
+ * thread), or NULL on a plain thread and in a standalone coroutine.  For a
+ * body that weft_await runs inline on its awaiter's stack, that task.  The
+ * pointer is borrowed: it names the task (weft_task_name, weft_task_cancel)
+ * but is not a handle to consume.
+ */
+WEFT_API weft_task *weft_task_current(void);
+
+/* weft_task_name - t's name ("task" by default); "" for NULL.  Valid while
+ * the handle is. */
+WEFT_API const char *weft_task_name(const weft_task *t);
 
 /*
  * weft_schedule - in a task: suspend and continue on a worker of pool.

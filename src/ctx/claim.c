@@ -2,14 +2,17 @@
  * claim.c — the slow half of the claim protocol and the per-thread claim
  * records.  The protocol and its proof are at the top of claim.h.
  */
-#include "claim.h"
+#include "ctx/claim.h"
 
-#include "fault.h"
+#include "base/backoff.h"
+
+#include "base/alloc.h"
 
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,20 +21,20 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok;
 static pthread_key_t exit_key;
 
-/* Records are never freed: a slow claim may read the record of a thread
- * that has just exited.  An exited thread's record is recycled; a thread
- * that inherits it inherits fast ownership of the coroutines the old one
- * claimed last, which is harmless since the old thread is gone. */
-static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct weft__claimer *free_records;
+/* Records are never freed (no release): a slow claim may read the record
+ * of a thread that has just exited.  An exited thread's record is
+ * recycled through the depot (no per-thread list: a thread has one record
+ * and frees it only as it exits); a thread that inherits it inherits fast
+ * ownership of the coroutines the old one claimed last, which is harmless
+ * since the old thread is gone. */
+static struct weft__cache records = WEFT__CACHE_INIT(0, 1, 0, NULL);
+static __thread struct weft__cache_local records_local;
 
 static void record_release(void *p)
 {
     struct weft__claimer *r = p;
-    pthread_mutex_lock(&records_lock);
-    r->next_free = free_records;
-    free_records = r;
-    pthread_mutex_unlock(&records_lock);
+    r->node.key = 0;
+    weft__cache_put(&records, &records_local, &r->node);
 }
 
 static void setup(void)
@@ -56,11 +59,10 @@ struct weft__claimer *weft__claimer_get(void)
      * own root record. */
     weft__thread_setup(&weft__tls);
 
-    pthread_mutex_lock(&records_lock);
-    r = free_records;
-    if (r)
-        free_records = r->next_free;
-    pthread_mutex_unlock(&records_lock);
+    struct weft__cache_node *n = weft__cache_get(&records, &records_local, 0);
+    r = n ? (struct weft__claimer *)((char *)n -
+                                     offsetof(struct weft__claimer, node))
+          : NULL;
     if (!r) {
         r = weft__calloc(1, sizeof *r);
         if (!r)
@@ -72,19 +74,6 @@ struct weft__claimer *weft__claimer_get(void)
     }
     weft__tls.claimer = r;
     return r;
-}
-
-static void pause_briefly(unsigned *spins)
-{
-    if (++*spins < 64) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ volatile("yield");
-#endif
-    } else {
-        sched_yield(); /* the other party may have been preempted */
-    }
 }
 
 uint32_t weft__claim_slow(struct weft_coro *co)
@@ -106,7 +95,7 @@ uint32_t weft__claim_slow(struct weft_coro *co)
         atomic_load_explicit(&co->owner, memory_order_acquire);
     for (;;) {
         if (o == WEFT__CLAIM_LOCKED) {
-            pause_briefly(&spins);
+            weft__backoff(&spins);
             o = atomic_load_explicit(&co->owner, memory_order_acquire);
             continue;
         }
@@ -122,7 +111,7 @@ uint32_t weft__claim_slow(struct weft_coro *co)
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
         spins = 0;
         while (atomic_load_explicit(&o->claiming, memory_order_acquire) == co)
-            pause_briefly(&spins);
+            weft__backoff(&spins);
     }
 
     /* Acquire on failure too: a destroy that sees DEAD frees the stack. */

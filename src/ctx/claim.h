@@ -51,11 +51,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "coro.h"
+#include "base/cache.h"
+#include "ctx/coro.h"
 
 struct weft__claimer {
     _Atomic(struct weft_coro *) claiming; /* written by its thread only */
-    struct weft__claimer *next_free;      /* under the records' lock    */
+    struct weft__cache_node node;         /* while free (claim.c)       */
 };
 
 #define WEFT__CLAIM_LOCKED ((struct weft__claimer *)1)

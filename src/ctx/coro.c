@@ -30,20 +30,17 @@
  * entry points are noinline too, so link-time optimisation cannot merge the
  * thread-local reads of two calls made on different threads.
  */
-#include "claim.h"
-#include "coro.h"
-#include "ctx.h"
-#include "overflow.h"
-#include "sanitizer.h"
+#include "base/compiler.h"
+#include "ctx/claim.h"
+#include "ctx/coro.h"
+#include "ctx/ctx.h"
+#include "ctx/overflow.h"
+#include "ctx/sanitizer.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 /* Stands for "a plain thread that has not resumed anything yet": only its
  * flags are ever read. */
@@ -54,15 +51,9 @@ __thread struct weft__thread weft__tls __attribute__((tls_model(
 
 /*
  * For use after a switch: the thread-local block of the thread we are on
- * now.  noinline, and an empty volatile asm, so that no optimiser (gcc's
- * whole-program pure/const analysis under LTO did exactly this) treats two
- * calls as returning the same value.
+ * now.  Opaque (base/compiler.h), and an empty volatile asm, so that no
+ * optimiser treats two calls as returning the same value.
  */
-#if defined(__GNUC__) && !defined(__clang__)
-#define WEFT_OPAQUE __attribute__((noinline, noipa))
-#else
-#define WEFT_OPAQUE __attribute__((noinline))
-#endif
 WEFT_OPAQUE struct weft__thread *weft__tls_fresh(void)
 {
     struct weft__thread *t = &weft__tls;
@@ -164,7 +155,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     static __thread unsigned stagger;
     weft__stack stack;
 
-    if (!out || !fn)
+    if (!out || !fn || (opts && !weft__reserved_zero(opts->reserved_, 4)))
         return -EINVAL;
     int err = weft__stack_alloc(&stack, opts ? opts->stack_size : 0);
     if (err)
@@ -293,8 +284,8 @@ static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
 __attribute__((noinline)) static int yield_slow(struct weft_coro *self,
                                                 void *out, void **in)
 {
-    /* A task suspends through the pool (weft_yield, weft_await...). */
-    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_TASK))
+    /* A task suspends through its scheduler (weft_yield, weft_await...). */
+    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_HOSTED))
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
@@ -322,7 +313,7 @@ WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
     if (!to)
         return -EINVAL;
     struct weft_coro *self = weft__tls.current;
-    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_TASK))
+    if (self->flags & (WEFT__CORO_ROOT | WEFT__CORO_HOSTED))
         return -EPERM;
     if (self->flags & WEFT__CORO_CANCEL)
         return -ECANCELED;
@@ -373,7 +364,12 @@ WEFT_EXPORT weft_coro_state weft_coro_status(const weft_coro *co)
 WEFT_EXPORT weft_coro *weft_coro_current(void)
 {
     struct weft_coro *c = weft__tls_fresh()->current;
-    return (c->flags & WEFT__CORO_ROOT) ? NULL : c;
+    return (c->flags & (WEFT__CORO_ROOT | WEFT__CORO_HOSTED)) ? NULL : c;
+}
+
+WEFT_EXPORT void weft_overflow_handler_disable(void)
+{
+    weft__overflow_disable();
 }
 
 WEFT_EXPORT const char *weft_coro_name(const weft_coro *co)

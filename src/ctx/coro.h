@@ -1,5 +1,6 @@
 /*
- * coro.h (internal) — the coroutine record, shared with the pool layer.
+ * ctx/coro.h — the coroutine record and the per-thread block of the ctx
+ * layer (internal), shared with the layers above.
  */
 #ifndef WEFT_CORO_INTERNAL_H
 #define WEFT_CORO_INTERNAL_H
@@ -10,15 +11,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sanitizer.h"
-#include "stack.h"
+#include "base/compiler.h"
+#include "ctx/sanitizer.h"
+#include "ctx/stack.h"
 
 /* flags: anything set sends weft_coro_yield off its fast path. */
 enum {
     WEFT__CORO_ROOT = 1u << 0,    /* a thread's own stack, not a coroutine */
     WEFT__CORO_CANCEL = 1u << 1,  /* being destroyed: waits end -ECANCELED */
     WEFT__CORO_CANARY = 1u << 2,  /* unguarded stack: check at switch-out  */
-    WEFT__CORO_TASK = 1u << 3,    /* a pool task: the coro calls refuse it */
+    /* Run by a scheduler of a layer above (a task, sched/): resume,
+     * yield, transfer and destroy refuse it, and weft_coro_current does
+     * not name it. */
+    WEFT__CORO_HOSTED = 1u << 3,
 };
 
 #define WEFT__CORO_NAME_MAX 32
@@ -52,17 +57,14 @@ struct weft_coro {
  * on a thread (slow path) points it at the thread's own `root`.
  * After a switch, code may be on another thread: read this block afresh
  * (see coro.c), never through an address computed before the switch.
+ * (The scheduler keeps its own per-thread block: sched/thread.h.)
  */
-struct weft__worker;
-struct weft__driver;
-
 struct weft__thread {
     struct weft_coro *current;       /* running coroutine, or a root     */
     struct weft__claimer *claimer;   /* fast-claim record (claim.h)      */
-    struct weft__worker *worker;     /* pool worker running here, or NULL */
-    struct weft__driver *driver;     /* weft_sync_wait driving here      */
-    struct weft_coro root;           /* this thread as a resumer, and the
-                                        scheduler context of a worker   */
+    struct weft_coro root;           /* this thread as a resumer (and the
+                                        context a scheduler above runs
+                                        its loop in)                    */
 };
 
 extern __thread struct weft__thread weft__tls

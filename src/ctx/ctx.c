@@ -4,7 +4,7 @@
  * The frame's layout is fixed by the .S file of each architecture; ctx.h
  * holds the offsets both sides use.
  */
-#include "ctx.h"
+#include "ctx/ctx.h"
 
 #include <stdint.h>
 #include <stdio.h>

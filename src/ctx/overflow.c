@@ -5,9 +5,9 @@
  * Everything the handler touches is async-signal-safe: thread-local and
  * static data, sigaction, pthread_sigmask, raise, write and abort.
  */
-#include "overflow.h"
+#include "ctx/overflow.h"
 
-#include "coro.h"
+#include "ctx/coro.h"
 
 #include <errno.h>
 #include <pthread.h>

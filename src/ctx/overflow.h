@@ -12,9 +12,9 @@
  * installed before ours, with that handler's flags honoured.
  *
  * Off for the whole process when the environment has
- * WEFT_OVERFLOW_HANDLER=0 (read once) or once a pool was created with
- * weft_pool_opts.no_overflow_handler: signal dispositions are per process,
- * so a program that owns SIGSEGV/SIGBUS opts out of all of it.
+ * WEFT_OVERFLOW_HANDLER=0 (read once) or once weft_overflow_handler_disable
+ * was called: signal dispositions are per process, so a program that owns
+ * SIGSEGV/SIGBUS opts out of all of it.
  */
 #ifndef WEFT_OVERFLOW_H
 #define WEFT_OVERFLOW_H
@@ -28,7 +28,8 @@
 void weft__overflow_thread_init(void);
 
 /*
- * weft__overflow_disable - turn the handler off for good (pool option):
+ * weft__overflow_disable - turn the handler off for good
+ * (weft_overflow_handler_disable):
  * removes it if it is installed and still the one in place, and keeps it
  * from being installed later.  Alternate stacks already given stay.
  */

@@ -43,7 +43,7 @@
 
 #include <stddef.h>
 
-#include "stack.h"
+#include "ctx/stack.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define WEFT_TSAN 1

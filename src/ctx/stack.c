@@ -1,11 +1,11 @@
 /*
  * stack.c — guarded, pooled coroutine stacks.  See stack.h for the layout.
  */
-#include "stack.h"
+#include "ctx/stack.h"
 
 #include <weft/coro.h>
 
-#include "fault.h"
+#include "base/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -50,38 +50,28 @@ static _Atomic int guard_mode = GUARD_MADVISE;
 #define CANARY_WORDS 4
 static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
 
-/* A cached stack carries this record in its top bytes (already committed). */
-struct free_stack {
-    struct free_stack *next;
-    weft__stack stack;
-};
+static void release_stack(struct weft__cache_node *n);
 
-#define CACHE_SLOTS WEFT__STACK_CACHE_SLOTS
-
-__thread struct weft__stack_cache weft__stack_cache
+/* Each thread keeps a few free stacks (a fork-join tree's worth on a
+ * worker); the depot keeps up to 256, enough for a burst of tasks that
+ * park at once, and unmaps the rest. */
+struct weft__cache weft__stack_cache = WEFT__CACHE_INIT(16, 8, 256, release_stack);
+__thread struct weft__cache_local weft__stack_local
     __attribute__((tls_model("initial-exec")));
 
-/* The global pool: a list under a mutex.  Touched only when a thread's cache
- * spills or runs dry, a batch at a time. */
-#define POOL_MAX 256
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct free_stack *pool_head;
-static unsigned pool_count;
+size_t weft__stack_page;
 
-/* Made on first need, under pool_lock; a failed attempt is retried by the
- * next thread that needs it (meanwhile that thread caches nothing). */
-static atomic_bool key_made;
-static pthread_key_t cache_key;
+size_t weft__stack_page_init(void)
+{
+    size_t p = (size_t)sysconf(_SC_PAGESIZE);
+    __atomic_store_n(&weft__stack_page, p, __ATOMIC_RELAXED);
+    return p;
+}
 
 static size_t page_size(void)
 {
-    static _Atomic size_t cached;
-    size_t p = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (!p) {
-        p = (size_t)sysconf(_SC_PAGESIZE);
-        atomic_store_explicit(&cached, p, memory_order_relaxed);
-    }
-    return p;
+    size_t p = __atomic_load_n(&weft__stack_page, __ATOMIC_RELAXED);
+    return p ? p : weft__stack_page_init();
 }
 
 static uint64_t *canary_at(const weft__stack *s)
@@ -188,158 +178,18 @@ static int map_stack(weft__stack *out, size_t size)
     return 0;
 }
 
-static struct free_stack *record_of(const weft__stack *s)
+static void release_stack(struct weft__cache_node *n)
 {
-    return (struct free_stack *)weft__stack_top(s) - 1;
+    weft__stack st = ((struct weft__free_stack *)n)->stack; /* n is inside */
+    unmap_stack(&st);
 }
 
-/* Move up to n cached stacks from the thread cache to the global pool;
- * unmap what the pool has no room for. */
-static void spill(struct weft__stack_cache *c, unsigned n)
+int weft__stack_map(weft__stack *out, size_t size)
 {
-    weft__stack excess[CACHE_SLOTS];
-    unsigned nexcess = 0;
-
-    pthread_mutex_lock(&pool_lock);
-    while (n-- > 0 && c->n > 0) {
-        weft__stack s = c->slot[--c->n];
-        if (pool_count >= POOL_MAX) {
-            excess[nexcess++] = s;
-            continue;
-        }
-        struct free_stack *r = record_of(&s);
-        r->stack = s;
-        r->next = pool_head;
-        pool_head = r;
-        pool_count++;
-    }
-    pthread_mutex_unlock(&pool_lock);
-    for (unsigned i = 0; i < nexcess; i++)
-        unmap_stack(&excess[i]);
-}
-
-static void cache_destructor(void *p)
-{
-    struct weft__stack_cache *c = p;
-    spill(c, CACHE_SLOTS);
-}
-
-/* Whether cache_key exists, making it if need be. */
-static bool have_key(void)
-{
-    if (atomic_load_explicit(&key_made, memory_order_acquire))
-        return true;
-    pthread_mutex_lock(&pool_lock);
-    if (!atomic_load_explicit(&key_made, memory_order_relaxed) &&
-        weft__pthread_key_create(&cache_key, cache_destructor) == 0)
-        atomic_store_explicit(&key_made, true, memory_order_release);
-    pthread_mutex_unlock(&pool_lock);
-    return atomic_load_explicit(&key_made, memory_order_relaxed);
-}
-
-/* Refill the thread cache with up to CACHE_SLOTS/2 pooled stacks of `size`. */
-static void refill(struct weft__stack_cache *c, size_t size)
-{
-    pthread_mutex_lock(&pool_lock);
-    struct free_stack **link = &pool_head;
-    while (*link && c->n < CACHE_SLOTS / 2) {
-        struct free_stack *r = *link;
-        if (r->stack.size != size) {
-            link = &r->next;
-            continue;
-        }
-        *link = r->next;
-        pool_count--;
-        c->slot[c->n++] = r->stack;
-    }
-    pthread_mutex_unlock(&pool_lock);
-}
-
-static bool cache_take(struct weft__stack_cache *c, size_t size,
-                       weft__stack *out)
-{
-    for (unsigned i = c->n; i-- > 0;) {
-        if (c->slot[i].size == size) {
-            *out = c->slot[i];
-            c->slot[i] = c->slot[--c->n];
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
- * No mapping to be had (address space, or vm.max_map_count): unmap every
- * cached stack, of the global pool and of this thread, which are then of
- * other sizes than the one wanted, so that a retry can use the room.
- * Returns whether anything was unmapped.
- */
-static bool trim(struct weft__stack_cache *c)
-{
-    pthread_mutex_lock(&pool_lock);
-    struct free_stack *r = pool_head;
-    pool_head = NULL;
-    pool_count = 0;
-    pthread_mutex_unlock(&pool_lock);
-    bool any = r || c->n;
-    while (r) {
-        struct free_stack *next = r->next; /* r is inside the mapping */
-        weft__stack st = r->stack;
-        unmap_stack(&st);
-        r = next;
-    }
-    while (c->n) {
-        c->n--;
-        unmap_stack(&c->slot[c->n]);
-    }
-    return any;
-}
-
-/* A cached stack of the same mapping size serves any request that rounds to
- * it; the fast path in stack.h only matches the exact request. */
-int weft__stack_alloc_slow(weft__stack *out, size_t usable)
-{
-    size_t page = page_size();
-    size_t asked = usable;
-
-    if (usable == 0)
-        usable = WEFT_STACK_DEFAULT;
-    if (usable > WEFT__STACK_MAX)
-        return -EINVAL;
-    size_t size = ((usable + page - 1) & ~(page - 1)) + page; /* + guard */
-    if (size < 3 * page)
-        size = 3 * page; /* the coroutine record plus a little room */
-
-    struct weft__stack_cache *c = &weft__stack_cache;
-    if (!cache_take(c, size, out)) {
-        refill(c, size);
-        if (!cache_take(c, size, out)) {
-            int err = map_stack(out, size);
-            if (err && trim(c))
-                err = map_stack(out, size);
-            if (err)
-                return err;
-        }
-    }
-    out->asked = asked;
-    return 0;
-}
-
-void weft__stack_free_slow(const weft__stack *s)
-{
-    struct weft__stack_cache *c = &weft__stack_cache;
-
-    if (!c->registered) {
-        /* Make sure stacks cached by a thread that exits go back to the
-         * pool instead of leaking; a thread that cannot arrange that
-         * caches nothing (and tries again next time). */
-        if (!have_key() || weft__pthread_setspecific(cache_key, c) != 0) {
-            unmap_stack(s);
-            return;
-        }
-        c->registered = true;
-    }
-    if (c->n == CACHE_SLOTS)
-        spill(c, CACHE_SLOTS / 2);
-    c->slot[c->n++] = *s;
+    int err = map_stack(out, size);
+    /* No mapping to be had (address space, or vm.max_map_count): the
+     * cached stacks, of other sizes than this one, may hold the room. */
+    if (err && weft__cache_drain(&weft__stack_cache, &weft__stack_local))
+        err = map_stack(out, size);
+    return err;
 }

@@ -15,45 +15,68 @@
  * WEFT_STACK_GUARD=canary in the environment forces the last, for tests.
  * An overflow into a guard is reported by the handler of overflow.h.
  *
- * Freed stacks go to a small per-thread cache (LIFO, warm), which spills to
- * and refills from a bounded global pool, so a create/destroy cycle costs no
- * system call.  Both keep stacks of any size; a request takes a cached stack
- * of exactly its size.
+ * Freed stacks are recycled through a small per-thread cache (LIFO, warm)
+ * and a bounded global depot (base/cache.h), so a create/destroy cycle
+ * costs no system call.  A request takes a cached stack of exactly its
+ * mapping size.
  *
  * All functions may be called from any thread.
  */
 #ifndef WEFT_STACK_H
 #define WEFT_STACK_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Largest stack we agree to reserve; larger requests are -EINVAL. */
-#define WEFT__STACK_MAX ((size_t)1 << 30)
+#include <weft/coro.h>
+
+#include "base/cache.h"
 
 typedef struct weft__stack {
     void *map;        /* mapping base (guard at the bottom)  */
     size_t size;      /* whole mapping, guard included       */
-    size_t asked;     /* the size it was allocated for (cache key) */
     bool canary;      /* no guard: a canary sits at map      */
 #ifdef WEFT_VALGRIND
     unsigned valgrind_id; /* its registration (stack.c)      */
 #endif
 } weft__stack;
 
-/* The per-thread cache of free stacks (LIFO).  Its fast paths are inline
- * below; stack.c does the rest. */
-#define WEFT__STACK_CACHE_SLOTS 16
-struct weft__stack_cache {
-    unsigned n;
-    bool registered;  /* the thread-exit destructor knows about it */
-    weft__stack slot[WEFT__STACK_CACHE_SLOTS];
+/* The cache of free stacks: a free stack carries this node in its top
+ * bytes (already committed), keyed by its mapping size. */
+struct weft__free_stack {
+    struct weft__cache_node node;
+    weft__stack stack;
 };
-extern __thread struct weft__stack_cache weft__stack_cache
+extern struct weft__cache weft__stack_cache;
+extern __thread struct weft__cache_local weft__stack_local
     __attribute__((tls_model("initial-exec")));
 
-int weft__stack_alloc_slow(weft__stack *out, size_t usable);
-void weft__stack_free_slow(const weft__stack *s);
+/* The page size, once known (stack.c). */
+extern size_t weft__stack_page;
+size_t weft__stack_page_init(void);
+
+/* The mapping size (guard included) of a stack with `usable` bytes (0:
+ * WEFT_STACK_DEFAULT), or 0 if usable is over WEFT_STACK_MAX: whole
+ * pages, one more for the guard, and at least three (the coroutine record
+ * plus a little room). */
+static inline size_t weft__stack_mapping_size(size_t usable)
+{
+    size_t page = weft__stack_page;
+    if (__builtin_expect(!page, 0))
+        page = weft__stack_page_init();
+    if (!usable)
+        usable = WEFT_STACK_DEFAULT;
+    if (usable > WEFT_STACK_MAX)
+        return 0;
+    size_t size = ((usable + page - 1) & ~(page - 1)) + page;
+    return size < 3 * page ? 3 * page : size;
+}
+
+/* Map a fresh stack of `size` bytes (a mapping size), making room by
+ * unmapping cached stacks if the first try fails.  Returns 0 or -ENOMEM. */
+
+int weft__stack_map(weft__stack *out, size_t size);
 
 /* Top of the usable region (highest address + 1). */
 static inline void *weft__stack_top(const weft__stack *s)
@@ -64,28 +87,35 @@ static inline void *weft__stack_top(const weft__stack *s)
 /*
  * weft__stack_alloc - get a stack with at least `usable` bytes below its top
  * (0 means WEFT_STACK_DEFAULT); rounded up to whole pages.
- * Returns 0, -EINVAL (usable > WEFT__STACK_MAX), -ENOMEM.
+ * Returns 0, -EINVAL (usable > WEFT_STACK_MAX), -ENOMEM.
  */
 static inline int weft__stack_alloc(weft__stack *out, size_t usable)
 {
-    struct weft__stack_cache *c = &weft__stack_cache;
-    /* The most recently freed stack is the warmest, and in a create/
-     * destroy loop it was asked for with the same size. */
-    if (__builtin_expect(c->n != 0, 1) && c->slot[c->n - 1].asked == usable) {
-        *out = c->slot[--c->n];
+    size_t size = weft__stack_mapping_size(usable);
+    if (__builtin_expect(!size, 0))
+        return -EINVAL;
+    struct weft__cache_node *n =
+        weft__cache_get(&weft__stack_cache, &weft__stack_local, size);
+    if (__builtin_expect(n != NULL, 1)) {
+        *out = ((struct weft__free_stack *)n)->stack;
         return 0;
     }
-    return weft__stack_alloc_slow(out, usable);
+    return weft__stack_map(out, size);
+}
+
+/* The node a free stack carries, in its top bytes. */
+static inline struct weft__free_stack *weft__stack_node(const weft__stack *s)
+{
+    return (struct weft__free_stack *)((char *)s->map + s->size) - 1;
 }
 
 /* weft__stack_free - give a stack back (to the cache, or to the kernel). */
 static inline void weft__stack_free(const weft__stack *s)
 {
-    struct weft__stack_cache *c = &weft__stack_cache;
-    if (__builtin_expect(c->registered && c->n < WEFT__STACK_CACHE_SLOTS, 1))
-        c->slot[c->n++] = *s;
-    else
-        weft__stack_free_slow(s);
+    struct weft__free_stack *f = weft__stack_node(s);
+    f->stack = *s;
+    f->node.key = s->size;
+    weft__cache_put(&weft__stack_cache, &weft__stack_local, &f->node);
 }
 
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */

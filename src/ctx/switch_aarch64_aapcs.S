@@ -42,7 +42,7 @@
  * On arrival the destination gets rc in w0 and val in x2 (a fresh context's
  * entry takes val from x2).
  */
-#include "ctx.h"
+#include "ctx/ctx.h"
 
         .text
 

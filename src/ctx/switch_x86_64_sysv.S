@@ -54,7 +54,7 @@
  * On arrival the destination gets rc in eax and val in rdx (a fresh
  * context's entry takes val from rdx).
  */
-#include "ctx.h"
+#include "ctx/ctx.h"
 
         .text
 

@@ -1,33 +1,49 @@
 /*
- * io.c — weft_wait_fd, weft_read, weft_write, weft_accept, weft_connect and
- * weft_close (weft/io.h).  Each call tries its system call on the
- * non-blocking fd; when that would block, it waits for readiness and tries
- * again.  A task on a pool parks on the fd's netpoller (netpoll.c: the
- * readiness count read before each try is what keeps a report that comes
- * between the try and the park).  Anything else blocks its thread in
- * poll(2), which is level-triggered and needs no such care: there is no
- * scheduler under a plain thread to hand the wait to, and a task that
- * sync_wait runs without a pool has only its thread to run on.
+ * io/io.c — the socket calls of weft/io.h.  Each tries its system call
+ * without blocking; when that would block, it waits for readiness and
+ * tries again.  A task on a pool parks on the fd (fd.c: owned fds keep a
+ * readiness count, read before each try, so a report that comes between
+ * the try and the park is not lost; borrowed fds re-arm a one-shot
+ * registration per wait, which reports readiness already there).
+ * Anything else blocks its thread in poll(2), which is level-triggered and
+ * needs no such care: there is no scheduler under a plain thread to hand
+ * the wait to, and a task that sync_wait runs without a pool has only its
+ * thread to run on.
+ *
+ * How each kind of fd is read and written without blocking a worker:
+ *   - owned sockets: recv/send with MSG_DONTWAIT (they are O_NONBLOCK as
+ *     well; the flag keeps a number that was closed and reused behind
+ *     weft's back, a bug weft reports, from blocking the worker);
+ *   - owned non-sockets: read/write (O_NONBLOCK was set at adoption);
+ *   - borrowed sockets: recv/send with MSG_DONTWAIT, which needs no flag;
+ *   - borrowed non-sockets: read/write only if they are O_NONBLOCK (asked
+ *     of the kernel each call: weft trusts nothing it learnt of a borrowed
+ *     fd), else -EINVAL.
  */
 #include <weft/io.h>
 
-#include "netpoll.h"
-#include "runtime.h"
+#include "base/clock.h"
+#include "base/compiler.h"
+#include "io/netpoll.h"
+#include "sched/task.h"
+#include "sched/wait.h"
 
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 /* A try's "would block" (not an errno: connect(2)'s EAGAIN is an error). */
 #define WOULD_BLOCK ((ssize_t)INT32_MIN)
 
-static uint64_t deadline_of(int64_t timeout_ns)
+/* The deadline of a call (0: none); *nowait if it must not wait at all. */
+static uint64_t deadline_of(uint64_t timeout_ns, bool timed, bool *nowait)
 {
-    return timeout_ns < 0 ? 0 : weft__deadline_after((uint64_t)timeout_ns);
+    *nowait = timed && timeout_ns == 0;
+    return timed ? weft__deadline_after(timeout_ns) : 0;
 }
 
 /* poll(2) fd once for `events`, waiting up to *ts (NULL: no limit).
@@ -59,11 +75,9 @@ static int poll_thread(int fd, unsigned events, uint64_t deadline)
     for (;;) {
         struct timespec ts, *tsp = NULL;
         if (deadline) {
-            uint64_t now = weft__now_ns();
-            if (now >= deadline)
+            if (weft__now_ns() >= deadline)
                 return -ETIMEDOUT;
-            ts.tv_sec = (time_t)((deadline - now) / 1000000000u);
-            ts.tv_nsec = (long)((deadline - now) % 1000000000u);
+            ts = weft__timespec_until(deadline);
             tsp = &ts;
         }
         int r = poll_fd(fd, events, tsp);
@@ -75,9 +89,9 @@ static int poll_thread(int fd, unsigned events, uint64_t deadline)
 /* The try would block: wait until fd may be ready for `events`.  Returns 0
  * (try again) or -errno. */
 static int wait_ready(struct weft__fd *rec, int fd, unsigned events,
-                      uint64_t seq, uint64_t deadline)
+                      uint64_t seq, uint64_t deadline, bool nowait)
 {
-    if (deadline && weft__now_ns() >= deadline)
+    if (nowait || (deadline && weft__now_ns() >= deadline))
         return -ETIMEDOUT;
     struct weft_task *self = weft__task_current();
     if (self && self->pool)
@@ -93,15 +107,15 @@ static int wait_ready(struct weft__fd *rec, int fd, unsigned events,
 typedef ssize_t (*try_fn)(int fd, void *arg);
 
 static ssize_t io_loop(struct weft__fd *rec, int fd, unsigned events,
-                       int64_t timeout_ns, try_fn try_once, void *arg)
+                       uint64_t deadline, bool nowait, try_fn try_once,
+                       void *arg)
 {
-    uint64_t deadline = deadline_of(timeout_ns);
     for (;;) {
-        uint64_t seq = weft__fd_seq(rec); /* before the try: netpoll.c */
+        uint64_t seq = weft__fd_seq(rec); /* before the try: fd.c */
         ssize_t r = try_once(fd, arg);
         if (r != WOULD_BLOCK)
             return r;
-        int err = wait_ready(rec, fd, events, seq, deadline);
+        int err = wait_ready(rec, fd, events, seq, deadline, nowait);
         if (err)
             return err;
     }
@@ -113,25 +127,118 @@ static ssize_t failed(void)
     return errno == EAGAIN || errno == EWOULDBLOCK ? WOULD_BLOCK : -errno;
 }
 
-/* fd's record, with O_NONBLOCK set on the fd (once: the record
- * remembers). */
-static int open_fd(int fd, struct weft__fd **rec)
+/* What an fd is: 1 a stream socket, 2 another socket, 3 not a socket, or
+ * -errno (EBADF). */
+static int probe_kind(int fd)
 {
-    int err = weft__fd_get(fd, rec);
+    int type = 0;
+    socklen_t size = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0)
+        return type == SOCK_STREAM ? 1 : 2;
+    return errno == ENOTSOCK ? 3 : -errno;
+}
+
+/* An owned fd's kind, learnt once. */
+static int owned_kind(int fd, struct weft__fd *rec)
+{
+    int kind = atomic_load_explicit(&rec->kind, memory_order_relaxed);
+    if (!kind) {
+        kind = probe_kind(fd);
+        if (kind < 0)
+            return kind;
+        atomic_store_explicit(&rec->kind, (uint8_t)kind, memory_order_relaxed);
+    }
+    return kind;
+}
+
+/* The kernel said EBADF (or, for what weft knows is a socket, ENOTSOCK)
+ * for an fd weft owns: it was closed behind weft's back
+ * (weft__fd_closed_behind says so). */
+static ssize_t owned_failed(int fd, ssize_t r)
+{
+    if (r == -EBADF || r == -ENOTSOCK) {
+        weft__fd_closed_behind(fd, r == -EBADF ? "the kernel says EBADF"
+                                               : "it is no socket any more");
+        return -EBADF;
+    }
+    return r;
+}
+
+/* How a call reads or writes its fd (see the top). */
+enum mode {
+    AS_SOCKET,   /* recv/send with MSG_DONTWAIT                           */
+    AS_FILE,     /* read/write: the fd is non-blocking                    */
+    PROBE,       /* borrowed, not known: try as a socket, and on ENOTSOCK
+                    as a file if it is non-blocking                       */
+};
+
+/* A PROBE try met ENOTSOCK: a non-blocking file is read as one, else
+ * -EINVAL (a blocking borrowed non-socket, weft/io.h). */
+static ssize_t not_a_socket(int fd, enum mode *mode)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        return -errno;
+    if (!(flags & O_NONBLOCK))
+        return -EINVAL;
+    *mode = AS_FILE;
+    return 0;
+}
+
+/* ------------------------------------------------------- owned fds */
+
+static int take_ownership(int fd)
+{
+    struct weft__fd *rec;
+    int err = weft__fd_get(fd, &rec);
     if (err)
         return err;
-    if (atomic_load_explicit(&(*rec)->nonblock, memory_order_relaxed))
-        return 0;
+    if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
+        weft__fd_closed_behind(fd, "its number came back from the kernel");
+    return weft__fd_reset(fd, true);
+}
+
+WEFT_EXPORT int weft_socket(int domain, int type, int protocol)
+{
+    int fd = socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol);
+    if (fd < 0)
+        return -errno;
+    int err = take_ownership(fd);
+    if (err) {
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+WEFT_EXPORT int weft_fd_adopt(int fd)
+{
+    struct weft__fd *rec;
+    int err = weft__fd_get(fd, &rec);
+    if (err)
+        return err;
+    if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
+        return -EEXIST;
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0)
         return -errno;
     if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
         return -errno;
-    atomic_store_explicit(&(*rec)->nonblock, true, memory_order_relaxed);
+    return weft__fd_reset(fd, true);
+}
+
+WEFT_EXPORT int weft_close(int fd)
+{
+    if (fd < 0)
+        return -EBADF;
+    weft__fd_reset(fd, false);
+    /* EINTR: Linux has released the fd all the same. */
+    if (close(fd) < 0 && errno != EINTR)
+        return -errno;
     return 0;
 }
 
-/* ------------------------------------------------------------ the calls */
+/* ------------------------------------------------------------ waiting */
 
 static ssize_t try_poll(int fd, void *arg)
 {
@@ -140,7 +247,7 @@ static ssize_t try_poll(int fd, void *arg)
     return r == 0 ? WOULD_BLOCK : r;
 }
 
-WEFT_API int weft_wait_fd(int fd, unsigned events, int64_t timeout_ns)
+static int wait_fd(int fd, unsigned events, uint64_t timeout_ns, bool timed)
 {
     if (!events || (events & ~(unsigned)(WEFT_IN | WEFT_OUT)))
         return -EINVAL;
@@ -148,28 +255,52 @@ WEFT_API int weft_wait_fd(int fd, unsigned events, int64_t timeout_ns)
     int err = weft__fd_get(fd, &rec);
     if (err)
         return err;
-    return (int)io_loop(rec, fd, events, timeout_ns, try_poll, &events);
+    bool nowait;
+    uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
+    return (int)io_loop(rec, fd, events, deadline, nowait, try_poll, &events);
 }
+
+WEFT_EXPORT int weft_wait_fd(int fd, unsigned events)
+{
+    return wait_fd(fd, events, 0, false);
+}
+
+WEFT_EXPORT int weft_wait_fd_for(int fd, unsigned events, uint64_t timeout_ns)
+{
+    return wait_fd(fd, events, timeout_ns, true);
+}
+
+/* --------------------------------------------------------------- read */
 
 struct read_arg {
     void *buf;
     size_t len;
+    enum mode mode;
 };
 
 static ssize_t try_read(int fd, void *arg)
 {
     struct read_arg *a = arg;
-    ssize_t n;
-    while ((n = read(fd, a->buf, a->len)) < 0 && errno == EINTR)
-        ;
-    return n >= 0 ? n : failed();
+    for (;;) {
+        ssize_t n = a->mode == AS_FILE ? read(fd, a->buf, a->len)
+                                       : recv(fd, a->buf, a->len, MSG_DONTWAIT);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != ENOTSOCK || a->mode != PROBE)
+            return failed();
+        ssize_t err = not_a_socket(fd, &a->mode);
+        if (err)
+            return err;
+    }
 }
 
 /*
- * The read shortcut (Tokio makes the same one): a read of a stream socket
- * that returns less than asked for has emptied its receive queue, so the
- * next read would only say EAGAIN; unless a readiness report came since,
- * park at once and save that system call (one in three of an echo
+ * The read shortcut of owned stream sockets (Tokio makes the same one): a
+ * read that returns less than asked for has emptied the receive queue, so
+ * the next read would only say EAGAIN; unless a readiness report came
+ * since, park at once and save that system call (one in three of an echo
  * server's).  Why nothing is lost: the IN count is read before the short
  * read; data that arrives after that read makes the kernel queue an edge,
  * which the poller counts only after it has arrived, so a count that has
@@ -178,95 +309,138 @@ static ssize_t try_read(int fd, void *arg)
  * the report of whatever comes later.  For TCP this holds even when a
  * signal cuts the read short: data the read left in the socket's backlog
  * is queued, with a report, as the read returns.  Not once an end of
- * stream or error was reported (netpoll.c's hup): that state stays, and a
+ * stream or error was reported (fd.c's hup): that state stays, and a
  * short read that came with it already queued has seen its only report.
  * The count is read (acquire) before hup, so a report counted in it has
- * its hup seen.  After any wait, read: a thread's poll(2) moves no
- * count.  Only stream sockets: a
- * datagram read returns one datagram however many are queued, and other
- * files have other rules.
+ * its hup seen.  After any wait, read: a thread's poll(2) moves no count.
+ * Only stream sockets: a datagram read returns one datagram however many
+ * are queued, and other files have other rules.  Not for borrowed fds:
+ * their registrations count nothing.
  */
-static bool is_stream(int fd, struct weft__fd *rec)
+static ssize_t read_owned(struct weft__fd *rec, int fd, struct read_arg *a,
+                          uint64_t deadline, bool nowait)
 {
-    uint8_t kind = atomic_load_explicit(&rec->kind, memory_order_relaxed);
-    if (!kind) {
-        int type = 0;
-        socklen_t size = sizeof type;
-        kind = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
-                       type == SOCK_STREAM
-                   ? 1
-                   : 2;
-        atomic_store_explicit(&rec->kind, kind, memory_order_relaxed);
-    }
-    return kind == 1;
-}
-
-WEFT_API ssize_t weft_read(int fd, void *buf, size_t len, int64_t timeout_ns)
-{
-    struct weft__fd *rec;
-    int err = open_fd(fd, &rec);
-    if (err)
-        return err;
-    struct read_arg a = {buf, len};
-    bool stream = len > 0 && is_stream(fd, rec);
-    uint64_t deadline = deadline_of(timeout_ns);
+    int kind = owned_kind(fd, rec);
+    if (kind < 0)
+        return owned_failed(fd, kind);
+    a->mode = kind != 3 ? AS_SOCKET : AS_FILE;
+    bool stream = kind == 1 && a->len > 0;
     /* Only the first try may be skipped: after a wait, read (a thread's
      * poll(2) moves no count, and a wake says to look). */
     bool waited = false;
     for (;;) {
-        uint64_t seq = weft__fd_seq(rec); /* before the try: netpoll.c */
+        uint64_t seq = weft__fd_seq(rec); /* before the try: fd.c */
         uint64_t mark = 1 + (uint32_t)seq; /* the IN count, never 0 */
         if (!stream || waited ||
             atomic_load_explicit(&rec->drained, memory_order_relaxed) != mark ||
             atomic_load_explicit(&rec->hup, memory_order_relaxed)) {
-            ssize_t r = try_read(fd, &a);
+            ssize_t r = try_read(fd, a);
             if (r != WOULD_BLOCK) {
                 if (stream)
                     atomic_store_explicit(
-                        &rec->drained, r > 0 && (size_t)r < len ? mark : 0,
+                        &rec->drained,
+                        r > 0 && (size_t)r < a->len ? mark : 0,
                         memory_order_relaxed);
-                return r;
+                return owned_failed(fd, r);
             }
         }
-        err = wait_ready(rec, fd, WEFT_IN, seq, deadline);
+        int err = wait_ready(rec, fd, WEFT_IN, seq, deadline, nowait);
         if (err)
             return err;
         waited = true;
     }
 }
 
+static ssize_t do_read(int fd, void *buf, size_t len, uint64_t timeout_ns,
+                       bool timed)
+{
+    struct weft__fd *rec;
+    int err = weft__fd_get(fd, &rec);
+    if (err)
+        return err;
+    bool nowait;
+    uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
+    struct read_arg a = {buf, len, PROBE};
+    if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
+        return read_owned(rec, fd, &a, deadline, nowait);
+    return io_loop(rec, fd, WEFT_IN, deadline, nowait, try_read, &a);
+}
+
+WEFT_EXPORT ssize_t weft_read(int fd, void *buf, size_t len)
+{
+    return do_read(fd, buf, len, 0, false);
+}
+
+WEFT_EXPORT ssize_t weft_read_for(int fd, void *buf, size_t len,
+                                  uint64_t timeout_ns)
+{
+    return do_read(fd, buf, len, timeout_ns, true);
+}
+
+/* -------------------------------------------------------------- write */
+
 struct write_arg {
     const char *buf;
     size_t len, done;
+    enum mode mode;
 };
 
 static ssize_t try_write(int fd, void *arg)
 {
     struct write_arg *a = arg;
     while (a->done < a->len) {
-        ssize_t n = write(fd, a->buf + a->done, a->len - a->done);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
+        const char *p = a->buf + a->done;
+        size_t n = a->len - a->done;
+        ssize_t w = a->mode == AS_FILE ? write(fd, p, n)
+                                       : send(fd, p, n, MSG_DONTWAIT);
+        if (w >= 0) {
+            a->done += (size_t)w;
+        } else if (errno == ENOTSOCK && a->mode == PROBE) {
+            ssize_t err = not_a_socket(fd, &a->mode);
+            if (err)
+                return err;
+        } else if (errno != EINTR) {
             return failed();
         }
-        a->done += (size_t)n;
     }
     return (ssize_t)a->len;
 }
 
-WEFT_API ssize_t weft_write(int fd, const void *buf, size_t len,
-                            int64_t timeout_ns)
+static ssize_t do_write(int fd, const void *buf, size_t len,
+                        uint64_t timeout_ns, bool timed)
 {
     if (len > SSIZE_MAX)
         return -EINVAL;
     struct weft__fd *rec;
-    int err = open_fd(fd, &rec);
+    int err = weft__fd_get(fd, &rec);
     if (err)
         return err;
-    struct write_arg a = {buf, len, 0};
-    return io_loop(rec, fd, WEFT_OUT, timeout_ns, try_write, &a);
+    bool nowait;
+    uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
+    struct write_arg a = {buf, len, 0, PROBE};
+    bool owned = atomic_load_explicit(&rec->owned, memory_order_relaxed);
+    if (owned) {
+        int kind = owned_kind(fd, rec);
+        if (kind < 0)
+            return owned_failed(fd, kind);
+        a.mode = kind != 3 ? AS_SOCKET : AS_FILE;
+    }
+    ssize_t r = io_loop(rec, fd, WEFT_OUT, deadline, nowait, try_write, &a);
+    return owned ? owned_failed(fd, r) : r;
 }
+
+WEFT_EXPORT ssize_t weft_write(int fd, const void *buf, size_t len)
+{
+    return do_write(fd, buf, len, 0, false);
+}
+
+WEFT_EXPORT ssize_t weft_write_for(int fd, const void *buf, size_t len,
+                                   uint64_t timeout_ns)
+{
+    return do_write(fd, buf, len, timeout_ns, true);
+}
+
+/* ------------------------------------------------------------- accept */
 
 struct accept_arg {
     struct sockaddr *addr;
@@ -286,19 +460,54 @@ static ssize_t try_accept(int lfd, void *arg)
     }
 }
 
-WEFT_API int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len,
-                         int64_t timeout_ns)
+/* A borrowed fd that the call must not block on: 0 if it is non-blocking,
+ * else -EINVAL (or -EBADF). */
+static int borrowed_nonblocking(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        return -errno;
+    return flags & O_NONBLOCK ? 0 : -EINVAL;
+}
+
+static int do_accept(int lfd, struct sockaddr *addr, socklen_t *len,
+                     uint64_t timeout_ns, bool timed)
 {
     struct weft__fd *rec;
-    int err = open_fd(lfd, &rec);
+    int err = weft__fd_get(lfd, &rec);
     if (err)
         return err;
+    bool owned = atomic_load_explicit(&rec->owned, memory_order_relaxed);
+    if (!owned && (err = borrowed_nonblocking(lfd)))
+        return err;
+    bool nowait;
+    uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct accept_arg a = {addr, len};
-    ssize_t fd = io_loop(rec, lfd, WEFT_IN, timeout_ns, try_accept, &a);
-    if (fd >= 0)
-        weft__fd_forget((int)fd, true); /* a new file under that number */
+    ssize_t fd = io_loop(rec, lfd, WEFT_IN, deadline, nowait, try_accept, &a);
+    if (fd == -EBADF && owned)
+        return (int)owned_failed(lfd, fd);
+    if (fd < 0)
+        return (int)fd;
+    err = take_ownership((int)fd);
+    if (err) {
+        close((int)fd);
+        return err;
+    }
     return (int)fd;
 }
+
+WEFT_EXPORT int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len)
+{
+    return do_accept(lfd, addr, len, 0, false);
+}
+
+WEFT_EXPORT int weft_accept_for(int lfd, struct sockaddr *addr,
+                                socklen_t *len, uint64_t timeout_ns)
+{
+    return do_accept(lfd, addr, len, timeout_ns, true);
+}
+
+/* ------------------------------------------------------------ connect */
 
 struct connect_arg {
     const struct sockaddr *addr;
@@ -333,30 +542,31 @@ static ssize_t try_connect(int fd, void *arg)
     return errno == ENOTCONN ? WOULD_BLOCK : -errno;
 }
 
-WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t len,
-                          int64_t timeout_ns)
+static int do_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                      uint64_t timeout_ns, bool timed)
 {
     struct weft__fd *rec;
     int err = weft__fd_get(fd, &rec);
     if (err)
         return err;
-    /* A socket is connected once, just after socket(2): whatever weft
-     * remembers of the number is about an older file. */
-    weft__fd_forget(fd, false);
-    err = open_fd(fd, &rec);
-    if (err)
+    bool owned = atomic_load_explicit(&rec->owned, memory_order_relaxed);
+    if (!owned && (err = borrowed_nonblocking(fd)))
         return err;
+    bool nowait;
+    uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct connect_arg a = {addr, len, false};
-    return (int)io_loop(rec, fd, WEFT_OUT, timeout_ns, try_connect, &a);
+    ssize_t r = io_loop(rec, fd, WEFT_OUT, deadline, nowait, try_connect, &a);
+    return (int)(owned && r == -EBADF ? owned_failed(fd, r) : r);
 }
 
-WEFT_API int weft_close(int fd)
+WEFT_EXPORT int weft_connect(int fd, const struct sockaddr *addr,
+                             socklen_t len)
 {
-    if (fd < 0)
-        return -EBADF;
-    weft__fd_forget(fd, false);
-    /* EINTR: Linux has released the fd all the same. */
-    if (close(fd) < 0 && errno != EINTR)
-        return -errno;
-    return 0;
+    return do_connect(fd, addr, len, 0, false);
+}
+
+WEFT_EXPORT int weft_connect_for(int fd, const struct sockaddr *addr,
+                                 socklen_t len, uint64_t timeout_ns)
+{
+    return do_connect(fd, addr, len, timeout_ns, true);
 }

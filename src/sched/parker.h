@@ -1,5 +1,5 @@
 /*
- * parker.h — blocking a plain thread until another thread wakes it
+ * sched/parker.h — blocking a plain thread until another thread wakes it
  * (internal).  The one place where weft chooses how threads sleep: a Linux
  * futex (parker_futex.c) or a pthread mutex + condition variable
  * (parker_condvar.c, the -Devent=condvar build), so a port stays possible.
@@ -21,6 +21,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "base/clock.h"
 
 #if defined(WEFT_EVENT_CONDVAR)
 #include <pthread.h>
@@ -48,8 +50,5 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns);
 
 /* weft__parker_unpark - make the permit available and wake the owner. */
 void weft__parker_unpark(struct weft__parker *p);
-
-/* CLOCK_MONOTONIC now, in ns. */
-uint64_t weft__now_ns(void);
 
 #endif /* WEFT_PARKER_H */

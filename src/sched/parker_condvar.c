@@ -8,19 +8,14 @@
  * have returned (it needs the mutex to see the permit); after the unlock
  * the unparker touches nothing.
  */
-#include "parker.h"
+#include "sched/parker.h"
+
+#include "base/backoff.h"
 
 #include <errno.h>
 #include <time.h>
 
 #define SPIN_NS 30000u
-
-uint64_t weft__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void weft__parker_init(struct weft__parker *p)
 {
@@ -44,10 +39,13 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
     /* Spin a while first (see parker_futex.c): the permit often comes
      * within microseconds. */
     uint64_t spin_end = weft__now_ns() + SPIN_NS;
+    unsigned spins = 0;
     for (unsigned i = 1; !atomic_load_explicit(&p->permit, memory_order_relaxed);
-         i++)
+         i++) {
+        weft__backoff(&spins);
         if (i % 16 == 0 && weft__now_ns() >= spin_end)
             break;
+    }
     bool got = true;
     pthread_mutex_lock(&p->lock);
     while (!atomic_load_explicit(&p->permit, memory_order_relaxed)) {
@@ -55,10 +53,7 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
             pthread_cond_wait(&p->cond, &p->lock);
             continue;
         }
-        struct timespec ts = {
-            .tv_sec = (time_t)(deadline_ns / 1000000000u),
-            .tv_nsec = (long)(deadline_ns % 1000000000u),
-        };
+        struct timespec ts = weft__timespec_of(deadline_ns); /* absolute */
         if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT &&
             !atomic_load_explicit(&p->permit, memory_order_relaxed)) {
             got = false;

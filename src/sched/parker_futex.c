@@ -20,7 +20,9 @@
  * the wake hits whatever waits there now, and every futex waiter loops on
  * its condition, so that is harmless.
  */
-#include "parker.h"
+#include "sched/parker.h"
+
+#include "base/backoff.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -37,13 +39,6 @@ enum { EMPTY, PERMIT, SLEEPING };
  * takes anything from 10 to 140 cycles depending on the CPU. */
 #define SPIN_NS 30000u
 
-uint64_t weft__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void weft__parker_init(struct weft__parker *p)
 {
     atomic_init(&p->permit, EMPTY);
@@ -52,15 +47,6 @@ void weft__parker_init(struct weft__parker *p)
 void weft__parker_fini(struct weft__parker *p)
 {
     (void)p;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
 }
 
 /* Take the permit if there is one (acquire: what the unparker wrote before
@@ -77,16 +63,14 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
     uint64_t spin_end = weft__now_ns() + SPIN_NS;
     if (deadline_ns && deadline_ns < spin_end)
         spin_end = deadline_ns;
+    unsigned spins = 0;
     for (unsigned i = 1;; i++) {
         if (take(p))
             return true;
         /* Spin politely: after a short busy spin, give the CPU to any
          * runnable thread (with more threads than cores, the one that
          * would unpark us may be waiting for this core). */
-        if (i < 64)
-            cpu_relax();
-        else
-            sched_yield();
+        weft__backoff(&spins);
         if (i % 16 == 0 && weft__now_ns() >= spin_end)
             break;
     }
@@ -114,9 +98,7 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
                 atomic_store_explicit(&p->permit, EMPTY, memory_order_relaxed);
                 return true;
             }
-            uint64_t left = deadline_ns - now;
-            ts.tv_sec = (time_t)(left / 1000000000u);
-            ts.tv_nsec = (long)(left % 1000000000u);
+            ts = weft__timespec_of(deadline_ns - now);
             tsp = &ts;
         }
         /* Private futex: the parker is never shared between processes.

@@ -1,7 +1,8 @@
 /*
- * pool.c — worker threads, the scheduler loop, work stealing and parking.
+ * sched/pool.c — worker threads, the scheduler loop, work stealing and
+ * parking.
  *
- * Shape (DESIGN.md "The scheduler"): each worker owns a bounded
+ * Shape (docs/design.md, "The scheduler"): each worker owns a bounded
  * work-stealing deque (runq.h) that it pushes and pops at the bottom;
  * thieves take up to half of a victim's deque from the top.  A global queue (liburcu's wait-free cds_wfcq) takes
  * tasks submitted from outside the pool and a full ring's overflow.  A
@@ -12,9 +13,10 @@
  *
  * Idle workers search (steal) with at most half of the busy workers
  * searching at once, then park on their own parker (futex); while tasks
- * wait on sockets, one of them parks in the pool's netpoller (epoll_wait)
- * instead, and busy workers poll it without blocking when they run out of
- * local work and at the fairness tick (src/io/netpoll.c has that protocol).
+ * wait on sockets, one of them parks in the pool's poller instead
+ * (sched/poller.h; io/netpoll.c has its protocol), and busy workers poll it
+ * without blocking when they run out of local work and at the fairness
+ * tick.
  *
  * No lost wakeup.  Two mirrored patterns around one StoreLoad barrier:
  *
@@ -30,8 +32,8 @@
  * nspinning > 0 leaves the task to a searcher, which either finds it or
  * re-checks as above before it parks.  Workers park through their parker,
  * which keeps an unpark that arrives before the park (parker.h), or, the
- * one that holds the netpoller, in epoll_wait, woken through the pool's
- * eventfd, whose count likewise keeps a write that comes first: a waker
+ * one that holds the poller, in the poller, woken through its wake (an
+ * eventfd, whose count likewise keeps a write that comes first): a waker
  * reads the worker's in_poll where it takes it off the idle list (under
  * idle_lock, where the worker set it before joining the list) and wakes it
  * the matching way.
@@ -65,10 +67,11 @@
  *      entries that are left (stale entries of tasks that were run inline),
  *      so no task record leaks, and frees the pool.
  */
-#include "overflow.h"
-#include "runtime.h"
+#include "sched/worker.h"
 
-#include "fault.h"
+#include "base/alloc.h"
+#include "base/backoff.h"
+#include "base/compiler.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,13 +82,6 @@
 #define GLOBAL_EVERY 61      /* ticks between fairness looks at the global queue */
 #define STEAL_ROUNDS 4
 #define LIFO_STREAK_MAX 16   /* slot runs in a row before the deque's turn */
-#define MAX_THREADS 1024
-
-struct weft__worker *weft__worker_current(void)
-{
-    return weft__tls_fresh()->worker;
-}
-
 WEFT_API weft_pool *weft_pool_current(void)
 {
     struct weft__worker *w = weft__worker_current();
@@ -208,7 +204,7 @@ static void wakep(weft_pool *p)
         return;
     weft__spin_lock(&p->idle_lock);
     struct weft__worker **link = &p->idle_list;
-    /* Leave the netpoller's worker in epoll_wait if another sleeps. */
+    /* Leave the poller's worker in it if another sleeps. */
     if (*link && (*link)->in_poll && (*link)->idle_next)
         link = &(*link)->idle_next;
     struct weft__worker *w = *link;
@@ -227,9 +223,22 @@ static void wakep(weft_pool *p)
         return;
     }
     if (in_poll)
-        weft__netpoll_wake(&p->net);
+        weft__pool_poller(p)->ops->wake(weft__pool_poller(p));
     else
         weft__parker_unpark(&w->parker);
+}
+
+struct weft__poller *weft__pool_attach_poller(weft_pool *p,
+                                              struct weft__poller *poller)
+{
+    struct weft__poller *none = NULL;
+    /* acq_rel: a worker that loads it (acquire) sees it set up; a loser
+     * sees the winner's. */
+    if (atomic_compare_exchange_strong_explicit(&p->poller, &none, poller,
+                                                memory_order_acq_rel,
+                                                memory_order_acquire))
+        return poller;
+    return none;
 }
 
 void weft__pool_kick(weft_pool *p)
@@ -451,7 +460,9 @@ static void wake_all(weft_pool *p)
 {
     for (unsigned i = 0; i < p->nworkers; i++)
         weft__parker_unpark(&p->workers[i]->parker);
-    weft__netpoll_wake(&p->net); /* whoever sleeps there */
+    struct weft__poller *poller = weft__pool_poller(p);
+    if (poller)
+        poller->ops->wake(poller); /* whoever sleeps there */
 }
 
 /* ------------------------------------------------------------ the search */
@@ -613,8 +624,9 @@ static bool park_worker(struct weft__worker *w)
     w->woken = false;
     w->idle_next = p->idle_list;
     p->idle_list = w;
-    /* Sleep in the netpoller if tasks wait on I/O and nobody else does. */
-    w->in_poll = weft__netpoll_take(&p->net);
+    /* Sleep in the poller if tasks wait on I/O and nobody else does. */
+    struct weft__poller *poller = weft__pool_poller(p);
+    w->in_poll = poller && poller->ops->take(poller);
     atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
     weft__spin_unlock(&p->idle_lock);
 
@@ -627,12 +639,10 @@ static bool park_worker(struct weft__worker *w)
     }
 
     bool sleep = !any_work(p);
-    struct epoll_event events[WEFT__NETPOLL_BATCH];
-    int nevents = 0;
     if (sleep) {
         uint64_t next = timers_earliest(p);
         if (w->in_poll)
-            nevents = weft__netpoll_block(&p->net, next, events);
+            poller->ops->block(poller, next);
         else
             weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next);
     }
@@ -659,12 +669,20 @@ static bool park_worker(struct weft__worker *w)
     weft__spin_unlock(&p->idle_lock);
     /* Off the idle list first, so the wakes do not pick this worker. */
     if (polled)
-        weft__netpoll_finish(&p->net, events, nevents);
+        poller->ops->finish(poller);
     if (stop) {
         found_work(w);
         return false;
     }
     return true;
+}
+
+/* Poll the pool's poller without blocking, if it has one; how many waits
+ * that woke. */
+static unsigned poll_now(weft_pool *p)
+{
+    struct weft__poller *poller = weft__pool_poller(p);
+    return poller ? poller->ops->poll_now(poller) : 0;
 }
 
 static struct weft_task *find_work(struct weft__worker *w)
@@ -687,7 +705,7 @@ static struct weft_task *find_work(struct weft__worker *w)
             }
             run_timers(w, false);
             /* A busy pool must not starve I/O. */
-            weft__netpoll_poll_now(&p->net);
+            poll_now(p);
         }
         if (!t && w->lifo_streak < LIFO_STREAK_MAX &&
             atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
@@ -720,7 +738,7 @@ static struct weft_task *find_work(struct weft__worker *w)
             continue; /* fired timers queue tasks */
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return NULL;
-        if (weft__netpoll_poll_now(&p->net))
+        if (poll_now(p))
             continue; /* woken I/O waits are queued here */
 
         /* Search, with at most half of the busy workers searching. */
@@ -746,9 +764,8 @@ static struct weft_task *find_work(struct weft__worker *w)
 static void *worker_main(void *arg)
 {
     struct weft__worker *w = arg;
-    struct weft__thread *t = &weft__tls;
-    weft__thread_setup(t);
-    t->worker = w;
+    weft__thread_setup(&weft__tls);
+    weft__sched_tls.worker = w;
 
     char name[32];
     snprintf(name, sizeof name, "%s-%u", w->pool->name, w->index);
@@ -759,7 +776,7 @@ static void *worker_main(void *arg)
     while ((task = find_work(w)))
         weft__task_run(task);
 
-    weft__tls_fresh()->worker = NULL;
+    weft__sched_fresh()->worker = NULL;
     return NULL;
 }
 
@@ -793,7 +810,9 @@ static void free_pool(weft_pool *p, unsigned nstarted)
     }
     free(p->workers);
     cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
-    weft__netpoll_fini(&p->net);
+    struct weft__poller *poller = weft__pool_poller(p);
+    if (poller)
+        poller->ops->fini(poller);
     free(p);
 }
 
@@ -806,29 +825,29 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpus > 0 ? (unsigned)cpus : 1;
     }
-    if (n > MAX_THREADS)
+    if (n > WEFT_POOL_THREADS_MAX)
         return -EINVAL;
     size_t stack = opts ? opts->stack_size : 0;
-    if (stack > WEFT__STACK_MAX)
+    if (stack > WEFT_STACK_MAX ||
+        (opts && !weft__reserved_zero(opts->reserved_, 4)))
         return -EINVAL;
 
     weft_pool *p = weft__calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
     p->workers = weft__calloc(n, sizeof *p->workers);
-    int err = p->workers ? weft__netpoll_init(&p->net, p) : -ENOMEM;
-    if (err) {
-        free(p->workers);
+    if (!p->workers) {
         free(p);
-        return err;
+        return -ENOMEM;
     }
     p->nworkers = n;
     p->stack_size = stack;
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
-    atomic_init(&p->idle_lock.held, false);
-    atomic_init(&p->inject_lock.held, false);
+    weft__spin_init(&p->idle_lock);
+    weft__spin_init(&p->inject_lock);
+    atomic_init(&p->poller, NULL);
 
     for (unsigned i = 0; i < n; i++) {
         struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
@@ -847,10 +866,6 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
         p->workers[i] = w;
     }
-    /* Before any worker installs it.  Left off if a thread fails to
-     * start: the caller asked for it off anyway. */
-    if (opts && opts->no_overflow_handler)
-        weft__overflow_disable();
     for (unsigned i = 0; i < n; i++) {
         if (weft__pthread_create(&p->workers[i]->thread, NULL, worker_main,
                                  p->workers[i]) != 0) {
@@ -897,8 +912,9 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);
     /* Outside submitters still between their queueing and their wake. */
+    unsigned spins = 0;
     while (atomic_load_explicit(&p->outside_submitters, memory_order_acquire))
-        sched_yield();
+        weft__backoff(&spins);
     drop_queued(p);
     weft__parker_fini(&parker);
     free_pool(p, p->nworkers);

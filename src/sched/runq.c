@@ -2,7 +2,7 @@
  * runq.c — the local run queue, a bounded Chase-Lev deque.  The protocol,
  * its proof sketch and the table of who may call what are in runq.h.
  */
-#include "runq.h"
+#include "sched/runq.h"
 
 #define MASK (WEFT__RUNQ_SIZE - 1)
 

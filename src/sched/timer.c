@@ -1,9 +1,9 @@
 /*
  * timer.c — the timer heap.  See timer.h.
  */
-#include "timer.h"
+#include "sched/timer.h"
 
-#include "fault.h"
+#include "base/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>

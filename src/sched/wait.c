@@ -1,5 +1,6 @@
 /*
- * wait.c — one blocking wait (wait.h): parking, its timer, cancellation.
+ * sched/wait.c — one blocking wait (sched/wait.h): parking, its timer,
+ * cancellation.
  *
  * Why each wait gets exactly one wake, and no wake is lost:
  *   - The outcome leaves PENDING once (CAS); only the party whose CAS won
@@ -10,7 +11,7 @@
  *     resume (none is known, but the loop costs one load) cannot end a
  *     wait early.
  *
- * Cancellation (weft_task_cancel, task.c): sets the task's `cancelled`
+ * Cancellation (weft_task_cancel, sched/task.c): sets the task's `cancelled`
  * flag, then under the task's wait_lock decides CANCELED for its current
  * wait, if any.  weft__wait_init reads the flag after making the record
  * current under the same lock: either cancel finds the record, or init
@@ -21,18 +22,13 @@
  * awaiter's stack is that inline task, not the awaiter that hosts it, so
  * weft_task_cancel reaches every task's blocking points, inlined or not.
  */
-#include "wait.h"
+#include "sched/wait.h"
 
-#include "runtime.h"
+#include "sched/driver.h"
+#include "sched/task.h"
+#include "sched/worker.h"
 
 #include <errno.h>
-
-uint64_t weft__deadline_after(uint64_t ns)
-{
-    uint64_t now = weft__now_ns();
-    uint64_t d = now + ns;
-    return d < now || d == UINT64_MAX ? UINT64_MAX - 1 : d;
-}
 
 bool weft__cancelled(void)
 {
@@ -43,7 +39,7 @@ bool weft__cancelled(void)
 
 /* The record's fields, for a wait by the calling task (or thread). */
 static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
-                               void (*cancel)(struct weft__wait *w),
+                               void (*end)(struct weft__wait *w, uint32_t),
                                uintptr_t data)
 {
     struct weft_task *self = weft__task_current();
@@ -58,7 +54,7 @@ static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
     /* Set before the record is published (under wait_lock, in
      * weft__wait_init_hook): a cancel reads them. */
     w->data = data;
-    w->cancel = cancel;
+    w->end = end;
     atomic_init(&w->outcome, WEFT__W_PENDING);
     if (!self)
         weft__parker_init(&w->parker);
@@ -73,9 +69,10 @@ void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline)
 }
 
 int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
-                         void (*cancel)(struct weft__wait *w), uintptr_t data)
+                         void (*end)(struct weft__wait *w, uint32_t outcome),
+                         uintptr_t data)
 {
-    if (!setup(w, deadline, cancel, data))
+    if (!setup(w, deadline, end, data))
         return 0;
     struct weft_task *h = w->holder;
     weft__spin_lock(&h->wait_lock);
@@ -138,14 +135,18 @@ bool weft__wait_wake_fifo(struct weft__wait *w)
 /* Under the timers' lock: the waiter cannot disarm and return meanwhile. */
 static void timer_fired(struct weft__timer *tm)
 {
-    decide((struct weft__wait *)tm, WEFT__W_TIMEDOUT);
+    struct weft__wait *w = (struct weft__wait *)tm;
+    if (w->end)
+        w->end(w, WEFT__W_TIMEDOUT);
+    else
+        decide(w, WEFT__W_TIMEDOUT);
 }
 
 /* Called by weft_task_cancel under t->wait_lock. */
 void weft__wait_cancel(struct weft__wait *w)
 {
-    if (w->cancel)
-        w->cancel(w);
+    if (w->end)
+        w->end(w, WEFT__W_CANCELED);
     else
         decide(w, WEFT__W_CANCELED);
 }
@@ -170,16 +171,19 @@ struct weft__timers *weft__task_timer_add(struct weft_task *t,
     return ts;
 }
 
-static void arm_timer(struct weft__wait *w)
+bool weft__wait_arm(struct weft__wait *w)
 {
     w->timers = weft__task_timer_add(w->task, &w->timer, w->deadline,
                                      timer_fired);
-    if (!w->timers) {
-        /* No memory for the timer: end the wait as a timeout would (unless
-         * something came first) and report -ENOMEM. */
-        w->nomem = true;
-        decide(w, WEFT__W_TIMEDOUT);
-    }
+    w->nomem = !w->timers;
+    return !w->nomem;
+}
+
+void weft__wait_disarm(struct weft__wait *w)
+{
+    if (w->timers)
+        weft__timers_remove(w->timers, &w->timer); /* fire() is over */
+    w->timers = NULL;
 }
 
 uint32_t weft__wait_block(struct weft__wait *w)
@@ -200,14 +204,15 @@ uint32_t weft__wait_block(struct weft__wait *w)
     }
 
     /* The task's home does not change while it waits, so the timer goes
-     * on the timers its home's scheduler runs. */
-    if (w->deadline)
-        arm_timer(w);
+     * on the timers its home's scheduler runs.  No memory for it: end the
+     * wait as a timeout would (unless something came first) and report
+     * -ENOMEM (nomem). */
+    if (w->deadline && !weft__wait_arm(w))
+        decide(w, WEFT__W_TIMEDOUT);
     while (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
            WEFT__W_PENDING)
         weft__task_block(self);
-    if (w->timers)
-        weft__timers_remove(w->timers, &w->timer); /* fire() is over */
+    weft__wait_disarm(w);
     weft__wait_leave(w);
     return atomic_load_explicit(&w->outcome, memory_order_acquire);
 }

@@ -1,7 +1,8 @@
 /*
- * wait.h — one blocking wait of a task or a plain thread (internal): the
- * building block of sleep, the sync primitives, the channel, socket I/O,
- * blocking offload and cancellation.
+ * sched/wait.h — one blocking wait of a task or a plain thread (internal):
+ * the building block of sleep, await, the event, the sync primitives, the
+ * channel, socket I/O, blocking offload and cancellation (docs/design.md,
+ * "Waits").
  *
  * A wait record lives on the waiter's stack.  Its outcome starts PENDING
  * and is decided exactly once, by compare-exchange, by whichever comes
@@ -20,7 +21,7 @@
  *   - cancellation: the holder's wait_lock (weft__wait_block clears the
  *     holder's current wait under it before returning).  The holder is
  *     the task whose body waits: the waiting task itself, or the task
- *     whose body runs inline on its stack (an await's fast path, task.c),
+ *     whose body runs inline on its stack (an await's fast path, await.c),
  *     so that cancelling that task ends the wait its body is in.
  *
  * Publish after save: a task may be linked where wakers find it *before*
@@ -28,16 +29,21 @@
  * NOTIFIED and the park in weft__wait_block requeues it (runtime.h), so
  * nothing is lost and nothing runs twice; the waker never resumes the
  * context itself.
+ *
+ * A wait whose outcome is decided elsewhere (an await: by its awaited
+ * task's waiter slot) gives an `end` hook instead: cancellation and the
+ * timer call end(w, outcome), under the same locks, and the hook decides.
  */
-#ifndef WEFT_WAIT_H
-#define WEFT_WAIT_H
+#ifndef WEFT_SCHED_WAIT_H
+#define WEFT_SCHED_WAIT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "parker.h"
-#include "timer.h"
+#include "base/clock.h"
+#include "sched/parker.h"
+#include "sched/timer.h"
 
 struct weft_task;
 
@@ -64,10 +70,10 @@ struct weft__wait {
     bool listed;
     void *value;                     /* a value handed over (channels)     */
     uintptr_t data;                  /* the primitive's own use            */
-    /* Cancellation of a wait that is not a listed record (await, event):
-     * called under the task's wait_lock instead of the outcome CAS; NULL
-     * for the usual one.  Set by weft__wait_init_hook. */
-    void (*cancel)(struct weft__wait *w);
+    /* A wait decided elsewhere (await): called with CANCELED under the
+     * holder's wait_lock, or with TIMEDOUT under the timers' lock, instead
+     * of the outcome CAS; NULL for the usual one (weft__wait_init_hook). */
+    void (*end)(struct weft__wait *w, uint32_t outcome);
 };
 
 /*
@@ -80,11 +86,12 @@ struct weft__wait {
  */
 int weft__wait_init(struct weft__wait *w, uint64_t deadline);
 
-/* The same, for a wait whose cancellation is its own (the await, the
- * event): weft_task_cancel calls cancel(w) instead of deciding CANCELED;
- * data is for it. */
+/* The same, for a wait decided elsewhere (the await): cancellation and
+ * the deadline call end(w, outcome) instead of deciding; data is for it.
+ * The caller arms the timer itself (weft__wait_arm). */
 int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
-                         void (*cancel)(struct weft__wait *w), uintptr_t data);
+                         void (*end)(struct weft__wait *w, uint32_t outcome),
+                         uintptr_t data);
 
 /*
  * weft__wait_init_nocancel - as weft__wait_init, for a wait that
@@ -104,8 +111,14 @@ void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline);
  */
 uint32_t weft__wait_block(struct weft__wait *w);
 
-/* For a wait that does not block through weft__wait_block (await, the
- * event): stop being the task's current wait, once woken. */
+/* For a wait that does not block through weft__wait_block (await): arm
+ * its timer at its deadline, in a task; false for no memory (nomem set,
+ * nothing armed, nothing decided).  After the wait, disarm it: once
+ * weft__wait_disarm returns, the timer's callback is over; then stop being
+ * the task's current wait (weft__wait_leave), after which a cancel is
+ * over with the record. */
+bool weft__wait_arm(struct weft__wait *w);
+void weft__wait_disarm(struct weft__wait *w);
 void weft__wait_leave(struct weft__wait *w);
 
 /*
@@ -119,9 +132,6 @@ bool weft__wait_wake(struct weft__wait *w);
  * (weft__task_wake_fifo): for the netpoller's batches. */
 bool weft__wait_wake_fifo(struct weft__wait *w);
 
-/* Deadline for a relative timeout: now + ns, saturating below UINT64_MAX. */
-uint64_t weft__deadline_after(uint64_t ns);
-
 /* The error for a wait that did not end WOKEN: -ETIMEDOUT, -ECANCELED or
  * -ENOMEM. */
 int weft__wait_error(const struct weft__wait *w, uint32_t outcome);
@@ -131,11 +141,22 @@ int weft__wait_error(const struct weft__wait *w, uint32_t outcome);
 bool weft__cancelled(void);
 
 /* weft_task_cancel's step, under the task's wait_lock: decide CANCELED
- * (or run the record's own cancel hook). */
+ * (or call the record's end hook). */
 void weft__wait_cancel(struct weft__wait *w);
 
-/* Wake a waiting task from a wait callback (timer, cancel hook).  The
- * outcome must already be decided by the caller. */
+/* Wake a waiting task from a wait callback (an end hook).  The outcome
+ * must already be decided by the caller. */
 void weft__wait_resume(struct weft__wait *w);
 
-#endif /* WEFT_WAIT_H */
+/*
+ * weft__task_timer_add - set tm's deadline and callback and arm it for
+ * task t on the timers its home runs: its pool's (weft__pool_timer_add)
+ * or its sync_wait driver's.  Returns the heap it went on (for the
+ * disarm), or NULL for no memory (nothing armed).
+ */
+struct weft__timers *weft__task_timer_add(struct weft_task *t,
+                                          struct weft__timer *tm,
+                                          uint64_t deadline,
+                                          void (*fire)(struct weft__timer *));
+
+#endif /* WEFT_SCHED_WAIT_H */

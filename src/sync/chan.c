@@ -1,5 +1,5 @@
 /*
- * chan.c — the bounded MPMC channel (weft/chan.h).
+ * sync/chan.c — the bounded MPMC channel (weft/chan.h).
  *
  * Everything is under one lock: the ring buffer, the closed flag and two
  * FIFOs of wait records (sched/wait.h), senders and receivers.
@@ -27,19 +27,18 @@
  */
 #include <weft/chan.h>
 
-#include "fault.h"
-#include "waitq.h"
+#include "base/compiler.h"
+#include "base/alloc.h"
+#include "sync/waitq.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
-
 enum { DELIVERED = 0, CLOSED = 1 };
 
 struct weft_chan {
-    uint32_t lock;
+    weft__spinlock lock;
     bool closed;
     size_t cap;        /* buffer slots                               */
     size_t head, len;  /* ring: first value, values held             */
@@ -74,14 +73,14 @@ static int wait_in(weft_chan *ch, weft__waitq *q, void **value,
 {
     struct weft__wait w;
     if (nowait || weft__wait_init(&w, deadline)) {
-        weft__wq_unlock(&ch->lock);
+        weft__spin_unlock(&ch->lock);
         return nowait ? nowait : -ECANCELED;
     }
     w.value = *value;
     ch->waiting++;
     uint32_t outcome = weft__wq_block(&ch->lock, q, &w);
     ch->waiting--;
-    weft__wq_unlock(&ch->lock);
+    weft__spin_unlock(&ch->lock);
     if (outcome != WEFT__W_WOKEN)
         return weft__wait_error(&w, outcome);
     if (w.data == CLOSED)
@@ -94,9 +93,9 @@ static int send(weft_chan *ch, void *v, uint64_t deadline, int nowait)
 {
     if (!ch)
         return -EINVAL;
-    weft__wq_lock(&ch->lock);
+    weft__spin_lock(&ch->lock);
     if (ch->closed) {
-        weft__wq_unlock(&ch->lock);
+        weft__spin_unlock(&ch->lock);
         return -EPIPE;
     }
     struct weft__wait *r = weft__wq_wake_one(&ch->receivers);
@@ -108,7 +107,7 @@ static int send(weft_chan *ch, void *v, uint64_t deadline, int nowait)
     } else {
         return wait_in(ch, &ch->senders, &v, deadline, nowait);
     }
-    weft__wq_unlock(&ch->lock);
+    weft__spin_unlock(&ch->lock);
     return 0;
 }
 
@@ -137,13 +136,13 @@ static int recv(weft_chan *ch, void **v, uint64_t deadline, int nowait)
 {
     if (!ch || !v)
         return -EINVAL;
-    weft__wq_lock(&ch->lock);
+    weft__spin_lock(&ch->lock);
     if (take(ch, v)) {
-        weft__wq_unlock(&ch->lock);
+        weft__spin_unlock(&ch->lock);
         return 0;
     }
     if (ch->closed) {
-        weft__wq_unlock(&ch->lock);
+        weft__spin_unlock(&ch->lock);
         return -EPIPE;
     }
     return wait_in(ch, &ch->receivers, v, deadline, nowait);
@@ -207,7 +206,7 @@ WEFT_EXPORT void weft_chan_close(weft_chan *ch)
 {
     if (!ch)
         return;
-    weft__wq_lock(&ch->lock);
+    weft__spin_lock(&ch->lock);
     if (!ch->closed) {
         ch->closed = true;
         struct weft__wait *w;
@@ -216,16 +215,16 @@ WEFT_EXPORT void weft_chan_close(weft_chan *ch)
         while ((w = weft__wq_wake_one(&ch->senders)))
             w->data = CLOSED;
     }
-    weft__wq_unlock(&ch->lock);
+    weft__spin_unlock(&ch->lock);
 }
 
 WEFT_EXPORT int weft_chan_destroy(weft_chan *ch)
 {
     if (!ch)
         return -EINVAL;
-    weft__wq_lock(&ch->lock);
+    weft__spin_lock(&ch->lock);
     bool busy = ch->waiting > 0;
-    weft__wq_unlock(&ch->lock);
+    weft__spin_unlock(&ch->lock);
     if (busy)
         return -EBUSY;
     free(ch);

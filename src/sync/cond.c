@@ -1,5 +1,5 @@
 /*
- * cond.c — the condition variable (weft/sync.h).
+ * sync/cond.c — the condition variable (weft/sync.h).
  *
  * No missed signal: a waiter lists its record under the condition's lock
  * before it unlocks the mutex.  A signaller that changed the awaited state
@@ -9,35 +9,37 @@
  * timed out or was cancelled still re-locks it, with a wait that neither
  * a deadline nor a cancellation can end (mutex.h), before returning.
  */
-#include "mutex.h"
-#include "waitq.h"
+#include "base/compiler.h"
+#include "sync/mutex.h"
+#include "sync/objects.h"
+#include "sync/waitq.h"
 
 #include <errno.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 static int wait_until(weft_cond *c, weft_mutex *m, uint64_t deadline)
 {
+    struct weft__cond *cv = weft__cond_of(c);
     if (!c || !m)
         return -EINVAL;
     uintptr_t me = weft__mutex_self();
     if (!weft__mutex_held(m, me))
         return -EPERM;
     struct weft__wait w;
-    weft__wq_lock(&c->lock_);
+    weft__spin_lock(&cv->lock_);
     if (weft__wait_init(&w, deadline)) {
-        weft__wq_unlock(&c->lock_);
+        weft__spin_unlock(&cv->lock_);
         return -ECANCELED; /* still holding m: it was never released */
     }
-    weft__wq_push(&c->q_, &w);
-    weft__wq_unlock(&c->lock_);
+    weft__wq_push(&cv->q_, &w);
+    weft__spin_unlock(&cv->lock_);
     weft__mutex_release(m);
 
     uint32_t outcome = weft__wait_block(&w);
-    weft__wq_lock(&c->lock_);
+    weft__spin_lock(&cv->lock_);
     if (w.listed)
-        weft__wq_remove(&c->q_, &w);
-    weft__wq_unlock(&c->lock_);
+        weft__wq_remove(&cv->q_, &w);
+    weft__spin_unlock(&cv->lock_);
 
     weft__mutex_relock(m, me);
     return weft__wait_error(&w, outcome);
@@ -45,10 +47,11 @@ static int wait_until(weft_cond *c, weft_mutex *m, uint64_t deadline)
 
 WEFT_EXPORT void weft_cond_init(weft_cond *c)
 {
+    struct weft__cond *cv = weft__cond_of(c);
     if (!c)
         return;
-    c->lock_ = 0;
-    weft__wq_init(&c->q_);
+    cv->lock_ = 0;
+    weft__wq_init(&cv->q_);
 }
 
 WEFT_EXPORT int weft_cond_wait(weft_cond *c, weft_mutex *m)
@@ -59,24 +62,32 @@ WEFT_EXPORT int weft_cond_wait(weft_cond *c, weft_mutex *m)
 WEFT_EXPORT int weft_cond_wait_for(weft_cond *c, weft_mutex *m,
                                    uint64_t timeout_ns)
 {
+    if (timeout_ns == 0) {
+        /* Never waits (weft/weft.h, "Timeouts"): m is never released. */
+        if (!c || !m)
+            return -EINVAL;
+        return weft__mutex_held(m, weft__mutex_self()) ? -ETIMEDOUT : -EPERM;
+    }
     return wait_until(c, m, weft__deadline_after(timeout_ns));
 }
 
 WEFT_EXPORT void weft_cond_signal(weft_cond *c)
 {
+    struct weft__cond *cv = weft__cond_of(c);
     if (!c)
         return;
-    weft__wq_lock(&c->lock_);
-    weft__wq_wake_one(&c->q_);
-    weft__wq_unlock(&c->lock_);
+    weft__spin_lock(&cv->lock_);
+    weft__wq_wake_one(&cv->q_);
+    weft__spin_unlock(&cv->lock_);
 }
 
 WEFT_EXPORT void weft_cond_broadcast(weft_cond *c)
 {
+    struct weft__cond *cv = weft__cond_of(c);
     if (!c)
         return;
-    weft__wq_lock(&c->lock_);
-    while (weft__wq_wake_one(&c->q_))
+    weft__spin_lock(&cv->lock_);
+    while (weft__wq_wake_one(&cv->q_))
         ;
-    weft__wq_unlock(&c->lock_);
+    weft__spin_unlock(&cv->lock_);
 }

@@ -1,5 +1,5 @@
 /*
- * mutex.c — the fiber-aware mutex (weft/sync.h).
+ * sync/mutex.c — the fiber-aware mutex (weft/sync.h).
  *
  * state_ is 0 (free), 1 (locked, nobody listed) or 2 (locked, and waiters
  * may be listed in q_).  q_ and every change of state_ away from a locked
@@ -56,14 +56,15 @@
  * a thread-local byte, read through a non-inlined function so a migrating
  * caller never reuses an address computed on another thread.
  */
-#include "mutex.h"
+#include "base/compiler.h"
+#include "sync/mutex.h"
 
-#include "runtime.h"
-#include "waitq.h"
+#include "sched/task.h"
+#include "sync/objects.h"
+#include "sync/waitq.h"
 
 #include <errno.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 enum { FREE = 0, LOCKED = 1, CONTENDED = 2 };
 
@@ -81,16 +82,18 @@ uintptr_t weft__mutex_self(void)
 
 bool weft__mutex_held(const weft_mutex *m, uintptr_t me)
 {
-    return __atomic_load_n(&m->owner_, __ATOMIC_RELAXED) == me;
+    struct weft__mutex *mx = weft__mutex_of(m);
+    return __atomic_load_n(&mx->owner_, __ATOMIC_RELAXED) == me;
 }
 
 static bool try_fast(weft_mutex *m, uintptr_t me)
 {
+    struct weft__mutex *mx = weft__mutex_of(m);
     uint32_t s = FREE;
-    if (!__atomic_compare_exchange_n(&m->state_, &s, LOCKED, false,
+    if (!__atomic_compare_exchange_n(&mx->state_, &s, LOCKED, false,
                                      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return false;
-    __atomic_store_n(&m->owner_, me, __ATOMIC_RELAXED);
+    __atomic_store_n(&mx->owner_, me, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -102,24 +105,25 @@ static bool try_fast(weft_mutex *m, uintptr_t me)
 static int lock_slow(weft_mutex *m, uintptr_t me, uint64_t deadline,
                      int nowait, bool cancellable)
 {
+    struct weft__mutex *mx = weft__mutex_of(m);
     if (weft__mutex_held(m, me))
         return -EDEADLK;
-    weft__wq_lock(&m->lock_);
-    uint32_t s = __atomic_load_n(&m->state_, __ATOMIC_RELAXED);
+    weft__spin_lock(&mx->lock_);
+    uint32_t s = __atomic_load_n(&mx->state_, __ATOMIC_RELAXED);
     for (;;) {
         if (s == FREE) {
-            if (__atomic_compare_exchange_n(&m->state_, &s, LOCKED, false,
+            if (__atomic_compare_exchange_n(&mx->state_, &s, LOCKED, false,
                                             __ATOMIC_ACQUIRE,
                                             __ATOMIC_RELAXED)) {
-                __atomic_store_n(&m->owner_, me, __ATOMIC_RELAXED);
-                weft__wq_unlock(&m->lock_);
+                __atomic_store_n(&mx->owner_, me, __ATOMIC_RELAXED);
+                weft__spin_unlock(&mx->lock_);
                 return 0;
             }
         } else if (nowait) {
-            weft__wq_unlock(&m->lock_);
+            weft__spin_unlock(&mx->lock_);
             return nowait;
         } else if (s == CONTENDED ||
-                   __atomic_compare_exchange_n(&m->state_, &s, CONTENDED,
+                   __atomic_compare_exchange_n(&mx->state_, &s, CONTENDED,
                                                false, __ATOMIC_RELAXED,
                                                __ATOMIC_RELAXED)) {
             break;
@@ -132,12 +136,12 @@ static int lock_slow(weft_mutex *m, uintptr_t me, uint64_t deadline,
     if (!cancellable) {
         weft__wait_init_nocancel(&w, 0);
     } else if (weft__wait_init(&w, deadline)) {
-        weft__wq_unlock(&m->lock_);
+        weft__spin_unlock(&mx->lock_);
         return -ECANCELED;
     }
     w.data = me;
-    uint32_t outcome = weft__wq_block(&m->lock_, &m->q_, &w);
-    weft__wq_unlock(&m->lock_);
+    uint32_t outcome = weft__wq_block(&mx->lock_, &mx->q_, &w);
+    weft__spin_unlock(&mx->lock_);
     /* WOKEN: the unlocker made us the owner. */
     return weft__wait_error(&w, outcome);
 }
@@ -160,36 +164,39 @@ void weft__mutex_relock(weft_mutex *m, uintptr_t me)
 
 static void unlock_slow(weft_mutex *m)
 {
-    weft__wq_lock(&m->lock_);
-    struct weft__wait *w = weft__wq_wake_one(&m->q_);
+    struct weft__mutex *mx = weft__mutex_of(m);
+    weft__spin_lock(&mx->lock_);
+    struct weft__wait *w = weft__wq_wake_one(&mx->q_);
     if (w) {
-        __atomic_store_n(&m->owner_, w->data, __ATOMIC_RELAXED);
-        __atomic_store_n(&m->state_,
-                         weft__wq_empty(&m->q_) ? LOCKED : CONTENDED,
+        __atomic_store_n(&mx->owner_, w->data, __ATOMIC_RELAXED);
+        __atomic_store_n(&mx->state_,
+                         weft__wq_empty(&mx->q_) ? LOCKED : CONTENDED,
                          __ATOMIC_RELAXED);
     } else {
-        __atomic_store_n(&m->state_, FREE, __ATOMIC_RELEASE);
+        __atomic_store_n(&mx->state_, FREE, __ATOMIC_RELEASE);
     }
-    weft__wq_unlock(&m->lock_);
+    weft__spin_unlock(&mx->lock_);
 }
 
 void weft__mutex_release(weft_mutex *m)
 {
-    __atomic_store_n(&m->owner_, 0, __ATOMIC_RELAXED);
+    struct weft__mutex *mx = weft__mutex_of(m);
+    __atomic_store_n(&mx->owner_, 0, __ATOMIC_RELAXED);
     uint32_t s = LOCKED;
-    if (!__atomic_compare_exchange_n(&m->state_, &s, FREE, false,
+    if (!__atomic_compare_exchange_n(&mx->state_, &s, FREE, false,
                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         unlock_slow(m);
 }
 
 WEFT_EXPORT void weft_mutex_init(weft_mutex *m)
 {
+    struct weft__mutex *mx = weft__mutex_of(m);
     if (!m)
         return;
-    m->state_ = FREE;
-    m->lock_ = 0;
-    m->owner_ = 0;
-    weft__wq_init(&m->q_);
+    mx->state_ = FREE;
+    mx->lock_ = 0;
+    mx->owner_ = 0;
+    weft__wq_init(&mx->q_);
 }
 
 WEFT_EXPORT int weft_mutex_lock(weft_mutex *m)

@@ -1,39 +1,44 @@
 /*
- * sem.c — the counting semaphore (weft/sync.h).
+ * sync/sem.c — the counting semaphore (weft/sync.h).
  *
  * count_ and the waiters are under lock_.  A post with a waiter listed
  * hands its unit to that waiter (the count stays 0), so a unit cannot be
  * taken by a newcomer while a waiter is woken but not yet running:
  * waiters are served in order.  Hence units and waiters never coexist.
  */
-#include "waitq.h"
+#include <weft/sync.h>
+
+#include "base/compiler.h"
+#include "sync/objects.h"
+#include "sync/waitq.h"
 
 #include <errno.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 /* Take a unit.  nowait: the error to return instead of waiting (0: wait
  * until deadline, 0 for none). */
 static int take(weft_sem *s, uint64_t deadline, int nowait)
 {
+    struct weft__sem *sm = weft__sem_of(s);
     if (!s)
         return -EINVAL;
-    weft__wq_lock(&s->lock_);
-    if (s->count_ > 0) {
-        s->count_--;
-        weft__wq_unlock(&s->lock_);
+    weft__spin_lock(&sm->lock_);
+    if (sm->count_ > 0) {
+        sm->count_--;
+        weft__spin_unlock(&sm->lock_);
         return 0;
     }
-    return weft__wq_wait(&s->lock_, &s->q_, deadline, nowait);
+    return weft__wq_wait(&sm->lock_, &sm->q_, deadline, nowait);
 }
 
 WEFT_EXPORT void weft_sem_init(weft_sem *s, unsigned count)
 {
+    struct weft__sem *sm = weft__sem_of(s);
     if (!s)
         return;
-    s->count_ = count;
-    s->lock_ = 0;
-    weft__wq_init(&s->q_);
+    sm->count_ = count;
+    sm->lock_ = 0;
+    weft__wq_init(&sm->q_);
 }
 
 WEFT_EXPORT int weft_sem_wait(weft_sem *s)
@@ -54,10 +59,11 @@ WEFT_EXPORT int weft_sem_trywait(weft_sem *s)
 
 WEFT_EXPORT void weft_sem_post(weft_sem *s)
 {
+    struct weft__sem *sm = weft__sem_of(s);
     if (!s)
         return;
-    weft__wq_lock(&s->lock_);
-    if (!weft__wq_wake_one(&s->q_))
-        s->count_++;
-    weft__wq_unlock(&s->lock_);
+    weft__spin_lock(&sm->lock_);
+    if (!weft__wq_wake_one(&sm->q_))
+        sm->count_++;
+    weft__spin_unlock(&sm->lock_);
 }

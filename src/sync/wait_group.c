@@ -1,58 +1,65 @@
 /*
- * wait_group.c — the wait group (weft/sync.h).
+ * sync/wait_group.c — the wait group (weft/sync.h).
  *
  * count_ and the waiters are under lock_.  The done that brings count_ to
  * zero wakes every listed waiter; a wait that finds zero returns at once.
  * The counter is unsigned and never goes below zero: a done too many is
  * ignored rather than aborting the program.
  */
-#include "waitq.h"
+#include <weft/sync.h>
+
+#include "base/compiler.h"
+#include "sync/objects.h"
+#include "sync/waitq.h"
 
 #include <errno.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 /* nowait: the error to return instead of waiting (0: wait until deadline,
  * 0 for none). */
 static int wait_zero(weft_wait_group *wg, uint64_t deadline, int nowait)
 {
+    struct weft__wait_group *g = weft__wait_group_of(wg);
     if (!wg)
         return -EINVAL;
-    weft__wq_lock(&wg->lock_);
-    if (wg->count_ == 0) {
-        weft__wq_unlock(&wg->lock_);
+    weft__spin_lock(&g->lock_);
+    if (g->count_ == 0) {
+        weft__spin_unlock(&g->lock_);
         return 0;
     }
-    return weft__wq_wait(&wg->lock_, &wg->q_, deadline, nowait);
+    return weft__wq_wait(&g->lock_, &g->q_, deadline, nowait);
 }
 
 WEFT_EXPORT void weft_wait_group_init(weft_wait_group *wg)
 {
+    struct weft__wait_group *g = weft__wait_group_of(wg);
     if (!wg)
         return;
-    wg->count_ = 0;
-    wg->lock_ = 0;
-    weft__wq_init(&wg->q_);
+    g->count_ = 0;
+    g->lock_ = 0;
+    weft__wq_init(&g->q_);
 }
 
 WEFT_EXPORT void weft_wait_group_add(weft_wait_group *wg, unsigned n)
 {
+    struct weft__wait_group *g = weft__wait_group_of(wg);
     if (!wg)
         return;
-    weft__wq_lock(&wg->lock_);
-    wg->count_ += n;
-    weft__wq_unlock(&wg->lock_);
+    weft__spin_lock(&g->lock_);
+    g->count_ += n;
+    weft__spin_unlock(&g->lock_);
 }
 
 WEFT_EXPORT void weft_wait_group_done(weft_wait_group *wg)
 {
+    struct weft__wait_group *g = weft__wait_group_of(wg);
     if (!wg)
         return;
-    weft__wq_lock(&wg->lock_);
-    if (wg->count_ > 0 && --wg->count_ == 0)
-        while (weft__wq_wake_one(&wg->q_))
+    weft__spin_lock(&g->lock_);
+    if (g->count_ > 0 && --g->count_ == 0)
+        while (weft__wq_wake_one(&g->q_))
             ;
-    weft__wq_unlock(&wg->lock_);
+    weft__spin_unlock(&g->lock_);
 }
 
 WEFT_EXPORT int weft_wait_group_wait(weft_wait_group *wg)

@@ -1,11 +1,10 @@
 /*
- * waitq.h — the lock and waiter FIFO that every sync primitive and the
- * channel are built from (internal).
+ * sync/waitq.h — the lock and waiter FIFO that every sync primitive, the
+ * event and the channel are built from (internal).
  *
- * A primitive has a lock word (uint32_t, in its public struct, so used
- * through __atomic builtins: the public headers are also C++) and one or
- * more weft__waitq lists of struct weft__wait records (sched/wait.h) that
- * live on the waiters' stacks.  The rules of wait.h hold: a record is
+ * A primitive has a lock (base/spinlock.h) and one or more weft__waitq
+ * lists of struct weft__wait records (sched/wait.h) that live on the
+ * waiters' stacks.  The rules of wait.h hold: a record is
  * linked, unlinked and handed a value only under the lock, and its waiter
  * retakes the lock before it returns, so a waker that holds the lock may
  * still write to a record it has just woken (the waiter reads what it was
@@ -14,35 +13,28 @@
 #ifndef WEFT_SYNC_WAITQ_H
 #define WEFT_SYNC_WAITQ_H
 
-#include <weft/sync.h>
-
 #include <errno.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "spinlock.h"
-#include "wait.h"
+#include "base/spinlock.h"
+#include "sched/wait.h"
 
-/* The critical sections are a few list operations: spin, and after a
- * while yield the CPU to a holder that may have been preempted. */
-static inline void weft__wq_lock(uint32_t *l)
-{
-    unsigned spins = 0;
-    /* Read before exchanging: a failed exchange would steal the line. */
-    while (__atomic_load_n(l, __ATOMIC_RELAXED) ||
-           __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
-        if (++spins < 64)
-            weft__cpu_relax();
-        else
-            sched_yield();
-    }
-}
+/* A FIFO of the waiters' records (linked through next/prev). */
+typedef struct weft__waitq {
+    struct weft__wait *head_, *tail_;
+} weft__waitq;
 
-static inline void weft__wq_unlock(uint32_t *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
+/*
+ * A primitive's internal struct lives in the opaque storage of its public
+ * struct (weft/weft.h, "Objects"): check that it fits, and let the
+ * compiler know that the storage is accessed through it (may_alias on the
+ * internal struct).
+ */
+#define WEFT__OPAQUE_FITS(pub, impl)                                        \
+    _Static_assert(sizeof(impl) <= sizeof(pub), #impl " outgrew " #pub);    \
+    _Static_assert(_Alignof(impl) <= _Alignof(pub),                         \
+                   #impl " needs more alignment than " #pub)
 
 static inline void weft__wq_init(weft__waitq *q)
 {
@@ -102,13 +94,13 @@ static inline struct weft__wait *weft__wq_wake_one(weft__waitq *q)
  * drop the lock and wait; then retake the lock and unlink w if nobody woke
  * it.  Returns the outcome (WEFT__W_*), with the lock held again.
  */
-static inline uint32_t weft__wq_block(uint32_t *lock, weft__waitq *q,
+static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
                                       struct weft__wait *w)
 {
     weft__wq_push(q, w);
-    weft__wq_unlock(lock);
+    weft__spin_unlock(lock);
     uint32_t outcome = weft__wait_block(w);
-    weft__wq_lock(lock);
+    weft__spin_lock(lock);
     if (w->listed)
         weft__wq_remove(q, w);
     return outcome;
@@ -121,16 +113,16 @@ static inline uint32_t weft__wq_block(uint32_t *lock, weft__waitq *q,
  * code, return it instead of waiting.  Drops the lock.  Returns 0 (woken),
  * nowait, -ECANCELED, -ETIMEDOUT or -ENOMEM (weft__wait_error).
  */
-static inline int weft__wq_wait(uint32_t *lock, weft__waitq *q,
+static inline int weft__wq_wait(weft__spinlock *lock, weft__waitq *q,
                                 uint64_t deadline, int nowait)
 {
     struct weft__wait w;
     if (nowait || weft__wait_init(&w, deadline)) {
-        weft__wq_unlock(lock);
+        weft__spin_unlock(lock);
         return nowait ? nowait : -ECANCELED;
     }
     uint32_t outcome = weft__wq_block(lock, q, &w);
-    weft__wq_unlock(lock);
+    weft__spin_unlock(lock);
     return weft__wait_error(&w, outcome);
 }
 

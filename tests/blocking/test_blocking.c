@@ -18,7 +18,7 @@
 #include <weft/blocking.h>
 #include <weft/timer.h>
 
-#include "blocking_threads.h"
+#include "io/blocking_threads.h"
 
 enum { BOUND = 4 };
 
@@ -154,7 +154,7 @@ static void test_many_results(void **state)
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     static weft_task *ts[N];
     for (int i = 0; i < N; i++)
-        assert_int_equal(weft_spawn(p, offload_times3, P(i), &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, offload_times3, P(i), NULL), 0);
     for (int i = 0; i < N; i++) {
         void *r = NULL;
         assert_int_equal(weft_sync_wait(ts[i], &r), 0);
@@ -211,7 +211,7 @@ static void test_past_the_bound_queues(void **state)
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     static weft_task *ts[N];
     for (int i = 0; i < N; i++)
-        assert_int_equal(weft_spawn(p, offload_gated, P(i + 1), &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, offload_gated, P(i + 1), NULL), 0);
     /* All threads busy, the other N - BOUND requests queued. */
     assert_true(wait_until(&running, BOUND));
     assert_int_equal(weft__blocking_threads(), BOUND);
@@ -278,7 +278,7 @@ static void test_cancelled_before(void **state)
     struct cancel_case c = {.result = P(-1)};
     weft_event_init(&c.parked);
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, cancelled_then_offloads, &c, &t), 0);
+    assert_int_equal(weft_spawn(&t, p, cancelled_then_offloads, &c, NULL), 0);
     assert_int_equal(weft_task_cancel(t), 0);
     assert_int_equal(weft_sync_wait(t, NULL), 0);
     assert_int_equal(c.event_rc, -ECANCELED);
@@ -308,7 +308,7 @@ static void test_cancelled_while_waiting(void **state)
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     weft_task *ts[N];
     for (int i = 0; i < N; i++)
-        assert_int_equal(weft_spawn(p, offload_gated_rc, P(i), &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, offload_gated_rc, P(i), NULL), 0);
     assert_true(wait_until(&running, N));
     for (int i = 0; i < N; i++) {
         assert_int_equal(weft_task_cancel(ts[i]), 0);
@@ -369,7 +369,7 @@ static void test_cancel_races(void **state)
         atomic_store(&rc.spin, (unsigned)(i % 64) * 200);
         int before = atomic_load(&rc.started);
         weft_task *t = NULL;
-        assert_int_equal(weft_spawn(p, offload_race, &rc, &t), 0);
+        assert_int_equal(weft_spawn(&t, p, offload_race, &rc, NULL), 0);
         if (i % 4)
             assert_true(wait_until(&rc.started, before + 1));
         assert_int_equal(weft_task_cancel(t), 0);
@@ -385,7 +385,7 @@ static void test_cancel_races(void **state)
     gate_reset();
     weft_task *ts[BOUND];
     for (int i = 0; i < BOUND; i++)
-        assert_int_equal(weft_spawn(p, offload_gated, P(i), &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, offload_gated, P(i), NULL), 0);
     assert_true(wait_until(&running, BOUND));
     assert_int_equal(atomic_load(&rc.ended), atomic_load(&rc.started));
     assert_true(atomic_load(&rc.started) >= ok);
@@ -446,8 +446,8 @@ static void test_no_stall(void **state)
     atomic_store(&stop_ticking, 0);
     weft_pool *p = wt_pool(1);
     weft_task *tick = NULL, *sleeper = NULL;
-    assert_int_equal(weft_spawn(p, ticker, NULL, &tick), 0);
-    assert_int_equal(weft_spawn(p, offload_sleep, NULL, &sleeper), 0);
+    assert_int_equal(weft_spawn(&tick, p, ticker, NULL, NULL), 0);
+    assert_int_equal(weft_spawn(&sleeper, p, offload_sleep, NULL, NULL), 0);
     void *advanced = NULL;
     assert_int_equal(weft_sync_wait(sleeper, &advanced), 0);
     assert_int_equal(weft_sync_wait(tick, NULL), 0);

@@ -28,7 +28,7 @@
  * Output on stdout: "calls N fired F" (allocation calls made, and whether
  * the armed one failed) and the sites reached ("site ..." lines).
  */
-#include "fault.h"
+#include "base/alloc.h"
 
 #include <weft/weft.h>
 
@@ -175,7 +175,7 @@ static void *count_run(void *arg)
 static void spawn_detached(weft_pool *pool, int n)
 {
     for (int i = 0; i < n; i++) {
-        MUST(weft_spawn(pool, count_run, NULL, NULL));
+        MUST(weft_spawn(NULL, pool, count_run, NULL, NULL));
         atomic_fetch_add(&detached_spawned, 1);
     }
 }
@@ -192,7 +192,7 @@ static void *fib(void *arg)
     if (n < 2)
         return arg;
     weft_task *t;
-    MUST(weft_spawn(weft_pool_current(), fib, P(n - 1), &t));
+    MUST(weft_spawn(&t, weft_pool_current(), fib, P(n - 1), NULL));
     intptr_t b = I(fib(P(n - 2)));
     void *a = NULL;
     ALWAYS(weft_await(t, &a));
@@ -230,7 +230,7 @@ static void times_out(void)
 }
 
 /* A lazy task started by await (on this task's thread), then its result. */
-static void await_lazy(weft_fn fn, intptr_t arg, const weft_coro_opts *opts,
+static void await_lazy(weft_fn fn, intptr_t arg, const weft_task_opts *opts,
                        intptr_t want)
 {
     weft_task *t;
@@ -254,7 +254,7 @@ static void *root(void *arg)
 
     void *r = NULL;
     weft_task *t;
-    MUST(weft_spawn(pool, fib, P(12), &t));
+    MUST(weft_spawn(&t, pool, fib, P(12), NULL));
     ALWAYS(weft_await(t, &r));
     CHECK_EQ(I(r), 144);
 
@@ -262,7 +262,7 @@ static void *root(void *arg)
     weft_event ev;
     weft_event_init(&ev);
     struct wait_args untimed = {&ev, 0};
-    MUST(weft_spawn(pool, waiter, &untimed, &t));
+    MUST(weft_spawn(&t, pool, waiter, &untimed, NULL));
     ALWAYS(weft_yield());
     weft_event_set(&ev);
     ALWAYS(weft_await(t, &r));
@@ -272,7 +272,7 @@ static void *root(void *arg)
     weft_event ev2;
     weft_event_init(&ev2);
     struct wait_args timed = {&ev2, 60000 * (uint64_t)MS};
-    MUST(weft_spawn(pool, waiter, &timed, &t));
+    MUST(weft_spawn(&t, pool, waiter, &timed, NULL));
     ALWAYS(weft_yield());
     weft_event_set(&ev2);
     ALWAYS(weft_await(t, &r));
@@ -301,7 +301,7 @@ static void *root(void *arg)
     EXPECT(weft_sem_wait_for(&sem, 1 * MS), -ETIMEDOUT, -ENOMEM, -ENOMEM);
 
     /* A lazy child with its own stack size, started on a worker. */
-    weft_coro_opts big = {.stack_size = 128 * 1024, .name = "big"};
+    weft_task_opts big = {.stack_size = 128 * 1024, .name = "big"};
     await_lazy(add_one, 41, &big, 42);
 
     /* A lazy task given up before it ran. */
@@ -324,7 +324,7 @@ static void pool_program(void)
     for (intptr_t i = 0; i < 10; i++) {
         weft_task *t;
         void *r = NULL;
-        MUST(weft_spawn(pool, add_one, P(i), &t));
+        MUST(weft_spawn(&t, pool, add_one, P(i), NULL));
         ALWAYS(weft_sync_wait(t, &r));
         CHECK_EQ(I(r), i + 1);
     }
@@ -340,7 +340,7 @@ static void pool_program(void)
      * nobody sets. */
     weft_event ev;
     weft_event_init(&ev);
-    MUST(weft_spawn(pool, setter, &ev, NULL));
+    MUST(weft_spawn(NULL, pool, setter, &ev, NULL));
     ALWAYS(weft_event_wait(&ev));
     times_out();
 

@@ -15,7 +15,7 @@
  * stranding leak costs up to 512 records a worker every round (malloc is
  * used for nothing else here, one 64-record chunk at a time).
  */
-#include "fault.h"
+#include "base/alloc.h"
 
 #include <weft/weft.h>
 
@@ -44,7 +44,7 @@ int main(void)
             return 1;
         }
         for (int i = 0; i < TASKS; i++) {
-            if (weft_spawn(pool, nothing, NULL, NULL) != 0) {
+            if (weft_spawn(NULL, pool, nothing, NULL, NULL) != 0) {
                 fprintf(stderr, "spawn failed\n");
                 return 1;
             }

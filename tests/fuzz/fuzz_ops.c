@@ -252,7 +252,7 @@ static void *leaf_body(void *arg)
         break;
     case K_CHILD: {
         weft_task *c;
-        FCHECK(weft_spawn(pool, times3_plus1, P(l->arg), &c) == 0);
+        FCHECK(weft_spawn(&c, pool, times3_plus1, P(l->arg), NULL) == 0);
         void *v = OLD;
         FCHECK(weft_await(c, &v) == 0);
         FCHECK(v == P(l->arg * 3 + 1));
@@ -269,8 +269,10 @@ static void *leaf_body(void *arg)
         FCHECK(weft_await(NULL, &v) == -EINVAL);
         FCHECK(weft_sync_wait(NULL, &v) == -EINVAL);
         FCHECK(v == OLD);
-        FCHECK(weft_coro_resume(weft_coro_current(), P(1), &v) == -EBUSY);
-        FCHECK(weft_coro_destroy(weft_coro_current()) == -EBUSY);
+        /* A task is no weft_coro: there is none to resume or destroy. */
+        FCHECK(weft_coro_current() == NULL);
+        FCHECK(weft_coro_resume(NULL, P(1), &v) == -EINVAL);
+        FCHECK(weft_coro_destroy(NULL) == -EINVAL);
         if (l->on_pool)
             FCHECK(weft_pool_destroy(pool) == -EDEADLK);
         break;
@@ -533,7 +535,7 @@ static void op_task_new(struct tslot *s, unsigned b, bool lazy)
         starting(l, true);
         if (l->kind == K_SET)
             ev_will[l->ev] = true;
-        FCHECK(weft_spawn(pool, leaf_body, l, &l->self) == 0);
+        FCHECK(weft_spawn(&l->self, pool, leaf_body, l, NULL) == 0);
     }
     s->t = l->self;
 }
@@ -620,7 +622,7 @@ static void op_drive(int me, unsigned kind)
     cx[ROOT].pending = P_SYNC;
     handoff(DRIVER, 0, false, NULL);
     if (kind == 0)
-        FCHECK(weft_spawn(pool, driver_body, P(kind), &t) == 0);
+        FCHECK(weft_spawn(&t, pool, driver_body, P(kind), NULL) == 0);
     else
         FCHECK(weft_task_create(&t, driver_body, P(kind), NULL) == 0);
     void *r = OLD;
@@ -663,7 +665,7 @@ static void op_pool2(int me, unsigned n)
     FCHECK(weft_pool_create(&p2, &o) == 0);
     atomic_int count = 0;
     for (unsigned i = 0; i < n; i++)
-        FCHECK(weft_spawn(p2, count_on_pool2, &count, NULL) == 0);
+        FCHECK(weft_spawn(NULL, p2, count_on_pool2, &count, NULL) == 0);
     FCHECK(weft_pool_destroy(p2) == 0);
     FCHECK(atomic_load(&count) == (int)n);
 }

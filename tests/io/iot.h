@@ -21,8 +21,10 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "netpoll.h"
-#include "runtime.h"
+#include "io/netpoll.h"
+#include "sched/task.h"
+#include "sched/wait.h"
+#include "sched/worker.h"
 
 /* A connected AF_UNIX stream pair (blocking: the calls must make them
  * non-blocking themselves). */
@@ -32,10 +34,11 @@ static inline void iot_pair(int sv[2])
                      0);
 }
 
-/* A TCP listener on 127.0.0.1, port chosen by the kernel, in *addr. */
+/* A TCP listener on 127.0.0.1, port chosen by the kernel, in *addr; owned
+ * by weft (weft_socket). */
 static inline int iot_listener(struct sockaddr_in *addr, int backlog)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = weft_socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
     int one = 1;
     assert_int_equal(
@@ -79,6 +82,14 @@ static inline unsigned iot_parked(int fd)
     return n;
 }
 
+/* Waits parked on fds registered with p's netpoller (0 before it has one). */
+static inline unsigned iot_netpoll_waiters(weft_pool *p)
+{
+    struct weft__poller *poller = weft__pool_poller(p);
+    return poller ? atomic_load(&((struct weft__netpoll *)poller)->nwaiters)
+                  : 0;
+}
+
 /* Block (any thread) until at least n waits are parked on fd. */
 static inline void iot_wait_parked(int fd, unsigned n)
 {
@@ -115,7 +126,7 @@ static inline size_t iot_read_all(int fd, unsigned char *b, size_t n,
 {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = weft_read(fd, b + got, n - got, timeout_ns);
+        ssize_t r = weft_read_for(fd, b + got, n - got, timeout_ns);
         if (r <= 0) {
             CHECK_EQ(r, 1); /* shows the error */
             break;

@@ -27,7 +27,7 @@ static void *idle_conn(void *arg)
 {
     int fd = (int)I(arg);
     char c;
-    ssize_t r = weft_read(fd, &c, 1, -1);
+    ssize_t r = weft_read(fd, &c, 1);
     CHECK_EQ(r, 0);
     if (r == 0)
         atomic_fetch_add(&idle_eof, 1);
@@ -47,11 +47,11 @@ static void *accept_all(void *arg)
 {
     struct acceptor *a = arg;
     for (unsigned i = 0; i < a->n; i++) {
-        int fd = weft_accept(a->lfd, NULL, NULL, MS(60000));
+        int fd = weft_accept_for(a->lfd, NULL, NULL, MS(60000));
         CHECK(fd >= 0);
         if (fd < 0)
             break;
-        CHECK_EQ(weft_spawn(weft_pool_current(), a->fn, P(fd), NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, weft_pool_current(), a->fn, P(fd), NULL), 0);
     }
     return NULL;
 }
@@ -61,12 +61,12 @@ static void *echo_conn(void *arg)
     int fd = (int)I(arg);
     unsigned char buf[MSG];
     for (;;) {
-        ssize_t n = weft_read(fd, buf, sizeof buf, MS(60000));
+        ssize_t n = weft_read_for(fd, buf, sizeof buf, MS(60000));
         if (n <= 0) {
             CHECK_EQ(n, 0);
             break;
         }
-        CHECK_EQ(weft_write(fd, buf, (size_t)n, MS(60000)), n);
+        CHECK_EQ(weft_write_for(fd, buf, (size_t)n, MS(60000)), n);
     }
     CHECK_EQ(weft_close(fd), 0);
     return NULL;
@@ -75,19 +75,18 @@ static void *echo_conn(void *arg)
 static void *active_client(void *arg)
 {
     const struct sockaddr_in *addr = arg;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = weft_socket(AF_INET, SOCK_STREAM, 0);
     CHECK(fd >= 0);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    CHECK_EQ(weft_connect(fd, (const struct sockaddr *)addr, sizeof *addr,
-                          MS(60000)),
+    CHECK_EQ(weft_connect_for(fd, (const struct sockaddr *)addr, sizeof *addr, MS(60000)),
              0);
     unsigned seed = (unsigned)fd;
     unsigned char out[MSG], in[MSG];
     size_t bad = 0;
     for (unsigned m = 0; m < MSGS; m++) {
         iot_fill(out, MSG, seed, (size_t)m * MSG);
-        CHECK_EQ(weft_write(fd, out, MSG, MS(60000)), MSG);
+        CHECK_EQ(weft_write_for(fd, out, MSG, MS(60000)), MSG);
         CHECK_EQ(iot_read_all(fd, in, MSG, MS(60000)), MSG);
         bad += iot_bad(in, MSG, seed, (size_t)m * MSG);
     }
@@ -168,23 +167,23 @@ static void test_idle_and_active(void **state)
     uint64_t t0 = wt_now_ns();
     struct acceptor ia = {idle_lfd, idle, idle_conn};
     weft_task *acc;
-    assert_int_equal(weft_spawn(p, accept_all, &ia, &acc), 0);
+    assert_int_equal(weft_spawn(&acc, p, accept_all, &ia, NULL), 0);
     assert_int_equal(write(go[1], "g", 1), 1);
     assert_int_equal(weft_sync_wait(acc, NULL), 0);
-    while (atomic_load(&p->net.nwaiters) < idle)
+    while (iot_netpoll_waiters(p) < idle)
         sched_yield();
     uint64_t t1 = wt_now_ns();
 
     /* Active, beside them. */
     struct acceptor aa = {active_lfd, ACTIVE, echo_conn};
-    assert_int_equal(weft_spawn(p, accept_all, &aa, &acc), 0);
+    assert_int_equal(weft_spawn(&acc, p, accept_all, &aa, NULL), 0);
     for (unsigned i = 0; i < ACTIVE; i++)
-        assert_int_equal(weft_spawn(p, active_client, &active_addr, NULL), 0);
+        assert_int_equal(weft_spawn(NULL, p, active_client, &active_addr, NULL), 0);
     wait_until(&active_done, ACTIVE);
     assert_int_equal(weft_sync_wait(acc, NULL), 0);
     uint64_t t2 = wt_now_ns();
     assert_int_equal(atomic_load(&idle_done), 0);
-    assert_true(atomic_load(&p->net.nwaiters) >= idle);
+    assert_true(iot_netpoll_waiters(p) >= idle);
 
     /* The child goes: every idle connection ends. */
     close(hold[1]);

@@ -9,6 +9,8 @@
 
 #include <weft/timer.h>
 
+#include "sched/task.h"
+
 #define FOREVER ((uint64_t)3600 * 1000000000u)
 
 /* ------------------------------------------------------------ sleep */
@@ -75,7 +77,7 @@ static void test_many_sleepers(void **state)
     weft_task **ts = calloc(N, sizeof *ts);
     assert_non_null(ts);
     for (int i = 0; i < N; i++)
-        assert_int_equal(weft_spawn(p, short_sleeper, &m, &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, short_sleeper, &m, NULL), 0);
     for (int i = 0; i < N; i++)
         assert_int_equal(weft_sync_wait(ts[i], NULL), 0);
     assert_int_equal(atomic_load(&m.woke), N);
@@ -102,7 +104,7 @@ static void *sleep_then_look(void *arg)
 {
     struct park_check *pc = arg;
     weft_task *o = NULL;
-    CHECK_EQ(weft_spawn(weft_pool_current(), other, pc, &o), 0);
+    CHECK_EQ(weft_spawn(&o, weft_pool_current(), other, pc, NULL), 0);
     CHECK_EQ(weft_sleep(MS(30)), 0);
     CHECK_EQ(atomic_load(&pc->other_done), 1);
     CHECK_EQ(weft_await(o, NULL), 0);
@@ -152,7 +154,7 @@ static void *sleep_beside_spinner(void *arg)
     struct busy_round *r = arg;
     weft_task *s = NULL;
     r->sleeper_thread = wt_self();
-    CHECK_EQ(weft_spawn(weft_pool_current(), spinner, r, &s), 0);
+    CHECK_EQ(weft_spawn(&s, weft_pool_current(), spinner, r, NULL), 0);
     CHECK_EQ(weft_sleep(MS(2)), 0);
     atomic_store(&r->slept, 1);
     CHECK_EQ(weft_await(s, NULL), 0);
@@ -214,7 +216,7 @@ static void *block(void *arg)
         return NULL;
     case K_AWAIT:
         /* Started before we await it, so it is not run inline here. */
-        CHECK_EQ(weft_spawn(weft_pool_current(), wait_never, b, &t), 0);
+        CHECK_EQ(weft_spawn(&t, weft_pool_current(), wait_never, b, NULL), 0);
         CHECK_EQ(weft_event_wait(&b->child_in), 0);
         break;
     default:
@@ -235,7 +237,7 @@ static void cancel_kind(unsigned threads, int kind)
     weft_event_init(&b.never);
     weft_event_init(&b.child_in);
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, block, &b, &t), 0);
+    assert_int_equal(weft_spawn(&t, p, block, &b, NULL), 0);
     assert_int_equal(weft_event_wait(&b.entered), 0);
     assert_int_equal(weft_task_cancel(t), 0);
     void *left = NULL;
@@ -293,9 +295,9 @@ static void test_cancel_before_start(void **state)
     assert_int_equal(I(r), 7);
     assert_int_equal(weft_task_create(&t, all_refused, NULL, NULL), 0);
     assert_int_equal(weft_task_cancel(t), 0);
-    assert_int_equal(weft_spawn(p, noop, NULL, NULL), 0);
+    assert_int_equal(weft_spawn(NULL, p, noop, NULL, NULL), 0);
     weft_task *s = NULL;
-    assert_int_equal(weft_spawn(p, all_refused, NULL, &s), 0);
+    assert_int_equal(weft_spawn(&s, p, all_refused, NULL, NULL), 0);
     assert_int_equal(weft_task_cancel(s), 0);
     assert_int_equal(weft_sync_wait(s, &r), 0);
     assert_int_equal(I(r), 7);
@@ -314,7 +316,7 @@ struct inline_case {
     bool cancel_host;      /* else cancel the inline task */
     weft_event entered;    /* the inline body is about to wait */
     weft_event release;    /* ends that wait (cancel_host case) */
-    weft_coro *host_co;    /* the awaiter's context */
+    struct weft_task *host_task; /* the awaiter (the running task) */
     weft_task *host, *inner;
     bool was_inline;
     int inner_rc, host_next_rc;
@@ -323,7 +325,8 @@ struct inline_case {
 static void *inline_body(void *arg)
 {
     struct inline_case *c = arg;
-    c->was_inline = weft_coro_current() == c->host_co;
+    /* Inline: the running task (not the body) is still the host. */
+    c->was_inline = weft__task_current() == c->host_task;
     weft_event_set(&c->entered);
     /* Bounded: a lost cancel fails as -ETIMEDOUT instead of hanging. */
     return P(weft_event_wait_for(&c->release, MS(10000)));
@@ -333,8 +336,8 @@ static void *inline_host(void *arg)
 {
     struct inline_case *c = arg;
     void *r = NULL;
-    c->host_co = weft_coro_current();
-    CHECK_EQ(weft_spawn(weft_pool_current(), inline_body, c, &c->inner), 0);
+    c->host_task = weft__task_current();
+    CHECK_EQ(weft_spawn(&c->inner, weft_pool_current(), inline_body, c, NULL), 0);
     CHECK_EQ(weft_await(c->inner, &r), 0);
     c->inner_rc = (int)I(r);
     c->host_next_rc = weft_sleep(0);
@@ -349,7 +352,7 @@ static void test_cancel_inline_body(void **state)
         struct inline_case c = {.cancel_host = host};
         weft_event_init(&c.entered);
         weft_event_init(&c.release);
-        assert_int_equal(weft_spawn(p, inline_host, &c, &c.host), 0);
+        assert_int_equal(weft_spawn(&c.host, p, inline_host, &c, NULL), 0);
         assert_int_equal(weft_event_wait(&c.entered), 0);
         assert_true(c.was_inline);
         if (c.cancel_host) {
@@ -370,7 +373,7 @@ static void test_cancel_finished_is_noop(void **state)
 {
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, noop, P(42), &t), 0);
+    assert_int_equal(weft_spawn(&t, p, noop, P(42), NULL), 0);
     /* Whether it finished already or not, the result comes back. */
     assert_int_equal(weft_task_cancel(t), 0);
     void *r = NULL;
@@ -417,9 +420,9 @@ static void test_cancel_await_race(void **state)
     int cancelled = 0, completed = 0;
     for (int i = 0; i < 3000; i++) {
         struct race r = {0};
-        assert_int_equal(weft_spawn(p, short_work, P(i), &r.awaited), 0);
+        assert_int_equal(weft_spawn(&r.awaited, p, short_work, P(i), NULL), 0);
         weft_task *a = NULL;
-        assert_int_equal(weft_spawn(p, racer, &r, &a), 0);
+        assert_int_equal(weft_spawn(&a, p, racer, &r, NULL), 0);
         while (i % 2 && !atomic_load(&r.started))
             sched_yield();
         assert_int_equal(weft_task_cancel(a), 0);
@@ -459,7 +462,7 @@ static void test_cancel_sleep_race(void **state)
     weft_task **ts = calloc(N, sizeof *ts);
     assert_non_null(ts);
     for (int i = 0; i < N; i++)
-        assert_int_equal(weft_spawn(p, nap, P(i), &ts[i]), 0);
+        assert_int_equal(weft_spawn(&ts[i], p, nap, P(i), NULL), 0);
     for (int i = 0; i < N; i += 2)
         assert_int_equal(weft_task_cancel(ts[i]), 0);
     int zero = 0;
@@ -484,7 +487,7 @@ static void *gather(void *arg)
     weft_task *ts[N];
     void *rs[N];
     for (int i = 0; i < N; i++)
-        CHECK_EQ(weft_spawn(weft_pool_current(), short_work, P(i), &ts[i]), 0);
+        CHECK_EQ(weft_spawn(&ts[i], weft_pool_current(), short_work, P(i), NULL), 0);
     weft_task *one[2] = {ts[0], NULL};
     CHECK_EQ(weft_await_all(one, 2, NULL), -EINVAL); /* nothing consumed */
     CHECK_EQ(weft_await_all(NULL, 1, NULL), -EINVAL);
@@ -503,7 +506,7 @@ static void test_await_all(void **state)
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     wt_run(p, gather, NULL);
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, noop, NULL, &t), 0);
+    assert_int_equal(weft_spawn(&t, p, noop, NULL, NULL), 0);
     assert_int_equal(weft_await_all(&t, 1, NULL), -EPERM);
     assert_int_equal(weft_sync_wait(t, NULL), 0);
     wt_destroy(p);

@@ -124,7 +124,7 @@ static void test_thread_waits_for_task(void **state)
         pr.delay_ms = (unsigned)(i % 3);
         atomic_store(&pr.waiting, 1);
         weft_task *t = NULL;
-        assert_int_equal(weft_spawn(p, set_after_delay, &pr, &t), 0);
+        assert_int_equal(weft_spawn(&t, p, set_after_delay, &pr, NULL), 0);
         assert_int_equal(weft_event_wait(&pr.ev), 0);
         assert_true(weft_event_is_set(&pr.ev));
         assert_int_equal(weft_sync_wait(t, NULL), 0);
@@ -144,7 +144,7 @@ static void test_task_waits_for_thread(void **state)
         pr.delay_ms = (unsigned)(i % 3);
         atomic_store(&pr.waiting, 0);
         weft_task *t = NULL;
-        assert_int_equal(weft_spawn(p, wait_event, &pr, &t), 0);
+        assert_int_equal(weft_spawn(&t, p, wait_event, &pr, NULL), 0);
         pthread_t th = wt_thread(set_after_delay, &pr);
         void *r = P(-1);
         assert_int_equal(weft_sync_wait(t, &r), 0);
@@ -202,10 +202,10 @@ static void *wait_then_spawn_setter(void *arg)
     struct pair *pr = arg;
     weft_task *t = NULL;
     /* the waiter is queued first, the setter second */
-    CHECK_EQ(weft_spawn(weft_pool_current(), wait_event, pr, &t), 0);
+    CHECK_EQ(weft_spawn(&t, weft_pool_current(), wait_event, pr, NULL), 0);
     CHECK_EQ(weft_yield(), 0);
     weft_task *s = NULL;
-    CHECK_EQ(weft_spawn(weft_pool_current(), set_now, pr, &s), 0);
+    CHECK_EQ(weft_spawn(&s, weft_pool_current(), set_now, pr, NULL), 0);
     void *r = P(-1);
     CHECK_EQ(weft_await(t, &r), 0);
     CHECK_EQ(I(r), 0);
@@ -265,8 +265,8 @@ static void test_task_ping_pong(void **state)
         weft_event_init(&pp->pong[i]);
     }
     weft_task *a = NULL, *b = NULL;
-    assert_int_equal(weft_spawn(p, ponger, pp, &b), 0);
-    assert_int_equal(weft_spawn(p, pinger, pp, &a), 0);
+    assert_int_equal(weft_spawn(&b, p, ponger, pp, NULL), 0);
+    assert_int_equal(weft_spawn(&a, p, pinger, pp, NULL), 0);
     assert_int_equal(weft_sync_wait(a, NULL), 0);
     assert_int_equal(weft_sync_wait(b, NULL), 0);
     free(pp);
@@ -286,8 +286,8 @@ static void test_task_ping_pong_two_pools(void **state)
         weft_event_init(&pp->pong[i]);
     }
     weft_task *a = NULL, *b = NULL;
-    assert_int_equal(weft_spawn(q, ponger, pp, &b), 0);
-    assert_int_equal(weft_spawn(p, pinger, pp, &a), 0);
+    assert_int_equal(weft_spawn(&b, q, ponger, pp, NULL), 0);
+    assert_int_equal(weft_spawn(&a, p, pinger, pp, NULL), 0);
     assert_int_equal(weft_sync_wait(a, NULL), 0);
     assert_int_equal(weft_sync_wait(b, NULL), 0);
     free(pp);
@@ -330,7 +330,7 @@ static void test_wait_for_timeout(void **state)
     /* several timed waits at once on the pool */
     weft_task *t[16];
     for (int i = 0; i < 16; i++)
-        assert_int_equal(weft_spawn(p, timeout_check, P(MS(10 + i)), &t[i]), 0);
+        assert_int_equal(weft_spawn(&t[i], p, timeout_check, P(MS(10 + i)), NULL), 0);
     for (int i = 0; i < 16; i++)
         assert_int_equal(weft_sync_wait(t[i], NULL), 0);
     wt_destroy(p);
@@ -371,7 +371,7 @@ static void test_wait_for_satisfied(void **state)
             atomic_store(&pr.waiting, 0);
             /* pool task waits, thread sets */
             weft_task *t = NULL;
-            assert_int_equal(weft_spawn(p, waiters[w], &pr, &t), 0);
+            assert_int_equal(weft_spawn(&t, p, waiters[w], &pr, NULL), 0);
             pthread_t th = wt_thread(set_after_delay, &pr);
             void *r = P(-1);
             assert_int_equal(weft_sync_wait(t, &r), 0);
@@ -381,7 +381,7 @@ static void test_wait_for_satisfied(void **state)
             /* thread waits, pool task sets */
             weft_event_init(&pr.ev);
             atomic_store(&pr.waiting, 1);
-            assert_int_equal(weft_spawn(p, set_after_delay, &pr, &t), 0);
+            assert_int_equal(weft_spawn(&t, p, set_after_delay, &pr, NULL), 0);
             assert_int_equal(I(waiters[w](&pr)), 0);
             assert_int_equal(weft_sync_wait(t, NULL), 0);
 
@@ -407,9 +407,9 @@ static void *timed_waiter_then_setter(void *arg)
     atomic_store(&pr.waiting, 0);
     weft_pool *p = weft_pool_current();
     weft_task *w = NULL, *s = NULL;
-    CHECK_EQ(weft_spawn(p, timed_wait_event, &pr, &w), 0);
+    CHECK_EQ(weft_spawn(&w, p, timed_wait_event, &pr, NULL), 0);
     CHECK_EQ(weft_yield(), 0);
-    CHECK_EQ(weft_spawn(p, set_now, &pr, &s), 0);
+    CHECK_EQ(weft_spawn(&s, p, set_now, &pr, NULL), 0);
     void *r = P(-1);
     CHECK_EQ(weft_await(w, &r), 0);
     CHECK_EQ(I(r), 0);
@@ -461,7 +461,7 @@ static void test_broadcast(void **state)
         atomic_store(&b.woke, 0);
         weft_task *t[NWAIT_TASKS];
         for (int i = 0; i < NWAIT_TASKS; i++)
-            assert_int_equal(weft_spawn(p, bc_task, &b, &t[i]), 0);
+            assert_int_equal(weft_spawn(&t[i], p, bc_task, &b, NULL), 0);
         pthread_t th[NWAIT_THREADS];
         for (int i = 0; i < NWAIT_THREADS; i++)
             th[i] = wt_thread(bc_task, &b);
@@ -603,7 +603,7 @@ static void test_event_on_waiter_stack(void **state)
     atomic_store(&mb.stop, 0);
     atomic_store(&mb.sets, 0);
     weft_task *s = NULL;
-    assert_int_equal(weft_spawn(p, setter_task, &mb, &s), 0);
+    assert_int_equal(weft_spawn(&s, p, setter_task, &mb, NULL), 0);
     assert_int_equal(stack_waiter_rounds(&mb, STACK_ROUNDS), 0);
     atomic_store(&mb.stop, 1);
     assert_int_equal(weft_sync_wait(s, NULL), 0);
@@ -613,7 +613,7 @@ static void test_event_on_waiter_stack(void **state)
     /* waiter: pool task; setter: pool task */
     atomic_store(&mb.stop, 0);
     atomic_store(&mb.sets, 0);
-    assert_int_equal(weft_spawn(p, setter_task, &mb, &s), 0);
+    assert_int_equal(weft_spawn(&s, p, setter_task, &mb, NULL), 0);
     assert_int_equal(I(wt_run(p, stack_waiter_task, &mb)), 0);
     atomic_store(&mb.stop, 1);
     assert_int_equal(weft_sync_wait(s, NULL), 0);

@@ -73,7 +73,7 @@ static void test_create_threads(void **state)
     weft_task *t[K];
     memset(w, 0, sizeof w);
     for (int i = 0; i < K; i++)
-        assert_int_equal(weft_spawn(p, record_who, &w[i], &t[i]), 0);
+        assert_int_equal(weft_spawn(&t[i], p, record_who, &w[i], NULL), 0);
     for (int i = 0; i < K; i++)
         assert_int_equal(weft_sync_wait(t[i], NULL), 0);
 
@@ -228,7 +228,7 @@ static void test_destroy_from_other_pool_task(void **state)
     weft_pool *a = wt_pool(n);
     weft_pool *b = wt_pool(n);
     for (int i = 0; i < 20; i++)
-        assert_int_equal(weft_spawn(b, slow_incr, NULL, NULL), 0);
+        assert_int_equal(weft_spawn(NULL, b, slow_incr, NULL, NULL), 0);
     assert_int_equal(I(wt_run(a, destroy_other, b)), 0);
     assert_int_equal(atomic_load(&other_count), 20);
     wt_destroy(a);
@@ -249,9 +249,9 @@ static void *create_use_destroy(void *arg)
     CHECK_EQ(weft_pool_threads(b), n);
     atomic_store(&other_count, 0);
     for (int i = 0; i < 20; i++)
-        CHECK_EQ(weft_spawn(b, slow_incr, NULL, NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, b, slow_incr, NULL, NULL), 0);
     weft_task *t = NULL;
-    CHECK_EQ(weft_spawn(b, ret_current_pool, NULL, &t), 0);
+    CHECK_EQ(weft_spawn(&t, b, ret_current_pool, NULL, NULL), 0);
     void *r = NULL;
     CHECK_EQ(weft_await(t, &r), 0);
     CHECK_PTR_EQ(r, b);
@@ -330,7 +330,7 @@ static void test_shutdown_refuses(void **state)
     sd.p = wt_pool(n);
     weft_pool *q = wt_pool(1);
 
-    assert_int_equal(weft_spawn(sd.p, sd_blocker, &sd, NULL), 0);
+    assert_int_equal(weft_spawn(NULL, sd.p, sd_blocker, &sd, NULL), 0);
     while (!atomic_load(&sd.blocker_started))
         sched_yield();
 
@@ -340,7 +340,7 @@ static void test_shutdown_refuses(void **state)
     int ok = 0, rc = 0;
     uint64_t t0 = wt_now_ns();
     for (;;) {
-        rc = weft_spawn(sd.p, sd_count, &sd, NULL);
+        rc = weft_spawn(NULL, sd.p, sd_count, &sd, NULL);
         if (rc != 0)
             break;
         ok++;
@@ -352,7 +352,7 @@ static void test_shutdown_refuses(void **state)
     assert_int_equal(rc, -ESHUTDOWN);
 
     weft_task *h = SENTINEL_TASK;
-    assert_int_equal(weft_spawn(sd.p, sd_count, &sd, &h), -ESHUTDOWN);
+    assert_int_equal(weft_spawn(&h, sd.p, sd_count, &sd, NULL), -ESHUTDOWN);
     assert_ptr_equal(h, SENTINEL_TASK);
 
     /* destroy is waiting for the blocker */
@@ -388,8 +388,7 @@ static void *drain_tree(void *arg)
     if (depth % 3 == 0)
         CHECK_EQ(weft_yield(), 0);
     for (int i = 0; depth > 0 && i < 2; i++)
-        CHECK_EQ(weft_spawn(weft_pool_current(), drain_tree, P(depth - 1),
-                            NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, weft_pool_current(), drain_tree, P(depth - 1), NULL), 0);
     atomic_fetch_add(&drain_ended, 1);
     return NULL;
 }
@@ -397,7 +396,7 @@ static void *drain_tree(void *arg)
 static void *drain_child(void *arg)
 {
     atomic_fetch_add(&drain_started, 1);
-    CHECK_EQ(weft_spawn(weft_pool_current(), drain_tree, P(5), NULL), 0);
+    CHECK_EQ(weft_spawn(NULL, weft_pool_current(), drain_tree, P(5), NULL), 0);
     wt_sleep_ms(1);
     atomic_fetch_add(&drain_ended, 1);
     return arg;
@@ -409,10 +408,10 @@ static void *drain_root(void *arg)
     atomic_fetch_add(&drain_started, 1);
     wt_sleep_ms(30); /* destroy has begun by now */
     weft_pool *p = weft_pool_current();
-    CHECK_EQ(weft_spawn(p, drain_tree, P(9), NULL), 0);
+    CHECK_EQ(weft_spawn(NULL, p, drain_tree, P(9), NULL), 0);
     weft_task *c[4];
     for (int i = 0; i < 4; i++)
-        CHECK_EQ(weft_spawn(p, drain_child, P(i), &c[i]), 0);
+        CHECK_EQ(weft_spawn(&c[i], p, drain_child, P(i), NULL), 0);
     for (int i = 0; i < 4; i++) {
         void *r = P(-1);
         CHECK_EQ(weft_await(c[i], &r), 0);
@@ -432,7 +431,7 @@ static void test_destroy_drains(void **state)
         atomic_store(&drain_started, 0);
         atomic_store(&drain_ended, 0);
         weft_pool *p = wt_pool(n);
-        assert_int_equal(weft_spawn(p, drain_root, NULL, NULL), 0);
+        assert_int_equal(weft_spawn(NULL, p, drain_root, NULL, NULL), 0);
         wt_destroy(p);
         assert_int_equal(atomic_load(&drain_started), want);
         assert_int_equal(atomic_load(&drain_ended), want);
@@ -505,7 +504,7 @@ static void check_names(weft_pool *p, unsigned n, const char *prefix)
     enum { K = 32 };
     weft_task *t[K];
     for (int i = 0; i < K; i++)
-        assert_int_equal(weft_spawn(p, read_name, &nm, &t[i]), 0);
+        assert_int_equal(weft_spawn(&t[i], p, read_name, &nm, NULL), 0);
     for (int i = 0; i < K; i++)
         assert_int_equal(weft_sync_wait(t[i], NULL), 0);
     assert_int_equal(atomic_load(&nm.bad), 0);

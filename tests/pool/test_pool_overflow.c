@@ -29,14 +29,16 @@ static void *dive_on_worker(void *arg)
     return arg;
 }
 
-/* A pool of two workers, with the overflow handler on or off, and a task
- * named "deep" that overflows on one of them. */
+/* A pool of two workers, with the overflow handler on or off (for the
+ * whole process), and a task named "deep" that overflows on one of them. */
 static void run_deep_task(int no_handler)
 {
-    weft_pool_opts popts = {.threads = 2, .no_overflow_handler = no_handler};
+    if (no_handler)
+        weft_overflow_handler_disable();
+    weft_pool_opts popts = {.threads = 2};
     if (weft_pool_create(&pool, &popts) != 0)
         _exit(2);
-    weft_coro_opts opts = {.stack_size = 64 * 1024, .name = "deep"};
+    weft_task_opts opts = {.stack_size = 64 * 1024, .name = "deep"};
     weft_task *t;
     if (weft_task_create(&t, dive_on_worker, NULL, &opts) != 0)
         _exit(2);
@@ -57,16 +59,16 @@ static void test_task_overflow_names_the_task(void **state)
     assert_true(death_has_line(&d, task_line));
 }
 
-static void pool_option_off_child(void)
+static void disable_call_off_child(void)
 {
     run_deep_task(1);
 }
 
-static void test_pool_option_turns_the_handler_off(void **state)
+static void test_disable_call_turns_the_handler_off(void **state)
 {
     (void)state;
     struct death d;
-    death_run(pool_option_off_child, &d);
+    death_run(disable_call_off_child, &d);
     death_assert_signal(&d, SIGSEGV);
     assert_null(strstr(d.err, "stack overflow"));
 }
@@ -99,7 +101,8 @@ static bool segv_is_default(void)
 }
 
 /* A handler already installed (by a coroutine run on main's thread) is
- * taken out again by a pool created with the option. */
+ * taken out again by weft_overflow_handler_disable, and a pool created
+ * after it does not put it back. */
 static void option_removes_handler_child(void)
 {
     weft_coro *co;
@@ -108,15 +111,17 @@ static void option_removes_handler_child(void)
         _exit(2);
     if (segv_is_default())
         _exit(1); /* it was never installed */
-    weft_pool_opts popts = {.threads = 1, .no_overflow_handler = 1};
+    weft_overflow_handler_disable();
+    bool removed = segv_is_default();
+    weft_pool_opts popts = {.threads = 1};
     if (weft_pool_create(&pool, &popts) != 0)
         _exit(2);
-    bool removed = segv_is_default();
+    removed = removed && segv_is_default();
     weft_pool_destroy(pool);
     _exit(removed ? 0 : 1);
 }
 
-static void test_pool_option_removes_installed_handler(void **state)
+static void test_disable_call_removes_installed_handler(void **state)
 {
     (void)state;
     struct death d;
@@ -128,9 +133,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_overflow_names_the_task),
-        cmocka_unit_test(test_pool_option_turns_the_handler_off),
+        cmocka_unit_test(test_disable_call_turns_the_handler_off),
         cmocka_unit_test(test_env_turns_the_handler_off),
-        cmocka_unit_test(test_pool_option_removes_installed_handler),
+        cmocka_unit_test(test_disable_call_removes_installed_handler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ static __attribute__((noinline)) intptr_t spawn_child_deep(size_t bytes)
     for (size_t i = 0; i < bytes; i += 256)
         buf[i] = 1;
     weft_task *t = NULL;
-    int rc = weft_spawn(weft_pool_current(), room_child, P(7), &t);
+    int rc = weft_spawn(&t, weft_pool_current(), room_child, P(7), NULL);
     CHECK_EQ(rc, 0);
     if (rc != 0)
         return -1;
@@ -81,7 +81,7 @@ static void *big_parent(void *arg)
 {
     (void)arg;
     weft_task *t = NULL;
-    int rc = weft_spawn(weft_pool_current(), big_child, P(9), &t);
+    int rc = weft_spawn(&t, weft_pool_current(), big_child, P(9), NULL);
     CHECK_EQ(rc, 0);
     if (rc != 0)
         return P(-1);

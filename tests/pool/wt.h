@@ -183,7 +183,7 @@ static inline void wt_destroy(weft_pool *p)
 static inline void *wt_run(weft_pool *p, weft_fn fn, void *arg)
 {
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, fn, arg, &t), 0);
+    assert_int_equal(weft_spawn(&t, p, fn, arg, NULL), 0);
     assert_non_null(t);
     void *r = P(-12345);
     assert_int_equal(weft_sync_wait(t, &r), 0);

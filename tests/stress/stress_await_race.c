@@ -63,7 +63,7 @@ static void *root(void *arg)
         intptr_t v = (intptr_t)(x & 0xffffff);
         struct child_arg ca = { .v = v, .root_marker = marker() };
         weft_task *t = NULL;
-        int rc = weft_spawn(p, child, &ca, &t);
+        int rc = weft_spawn(&t, p, child, &ca, NULL);
         CHECK_EQ(rc, 0);
         if (rc != 0)
             continue;
@@ -115,7 +115,7 @@ static void run_phase(weft_pool *p, weft_pool *cp, int nroots, long total,
         ra[i].iters = total / nroots;
         ra[i].seed = st_seed((uint64_t)i + 17);
         ra[i].child_pool = cp;
-        REQUIRE_EQ(weft_spawn(p, root, &ra[i], &t[i]), 0);
+        REQUIRE_EQ(weft_spawn(&t[i], p, root, &ra[i], NULL), 0);
     }
     for (int i = 0; i < nroots; i++)
         REQUIRE_EQ(weft_sync_wait(t[i], NULL), 0);

@@ -57,7 +57,7 @@ static void *spawner_thread(void *arg)
             weft_event_set(&s->gone);
             return NULL;
         }
-        CHECK_EQ(weft_spawn(target, set_ran, s, NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, target, set_ran, s, NULL), 0);
         atomic_store(&cur, NULL);
         weft_event_set(&s->gone);
     }
@@ -74,7 +74,7 @@ int main(void)
     for (long i = 0; i < iters; i++) {
         target = st_pool(1, "dr-a");
         weft_task *t = NULL;
-        REQUIRE_EQ(weft_spawn(b, hop_and_end, P(i), &t), 0);
+        REQUIRE_EQ(weft_spawn(&t, b, hop_and_end, P(i), NULL), 0);
         void *r = NULL;
         REQUIRE_EQ(weft_sync_wait(t, &r), 0);
         CHECK_EQ(I(r), i);

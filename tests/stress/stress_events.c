@@ -52,7 +52,7 @@ static void phase_pingpong(weft_pool *p)
     weft_event_init(&s[0].pong);
     s[0].seq = 0;
     weft_task *t = NULL;
-    REQUIRE_EQ(weft_spawn(p, pong_task, &s[0], &t), 0);
+    REQUIRE_EQ(weft_spawn(&t, p, pong_task, &s[0], NULL), 0);
     uint64_t rs = st_seed(7);
     uint64_t t0 = st_now_ns();
     for (long r = 0; r < pingpong; r++) {
@@ -137,20 +137,20 @@ static void phase_races(weft_pool *p)
             void *r = P(1);
             switch (dir) {
             case 0:
-                REQUIRE_EQ(weft_spawn(p, waiter_task, &rc, &w), 0);
+                REQUIRE_EQ(weft_spawn(&w, p, waiter_task, &rc, NULL), 0);
                 st_spin(rc.spin);
                 weft_event_set(&rc.ev);
                 REQUIRE_EQ(weft_sync_wait(w, &r), 0);
                 CHECK(I(r) == 0 || I(r) == -ETIMEDOUT);
                 break;
             case 1:
-                REQUIRE_EQ(weft_spawn(p, setter_task, &rc, &s), 0);
+                REQUIRE_EQ(weft_spawn(&s, p, setter_task, &rc, NULL), 0);
                 timed_wait(&rc);
                 REQUIRE_EQ(weft_sync_wait(s, NULL), 0);
                 break;
             default:
-                REQUIRE_EQ(weft_spawn(p, waiter_task, &rc, &w), 0);
-                REQUIRE_EQ(weft_spawn(p, setter_task, &rc, &s), 0);
+                REQUIRE_EQ(weft_spawn(&w, p, waiter_task, &rc, NULL), 0);
+                REQUIRE_EQ(weft_spawn(&s, p, setter_task, &rc, NULL), 0);
                 REQUIRE_EQ(weft_sync_wait(w, &r), 0);
                 CHECK(I(r) == 0 || I(r) == -ETIMEDOUT);
                 REQUIRE_EQ(weft_sync_wait(s, NULL), 0);

@@ -28,8 +28,8 @@ static void *mixed(void *arg)
     case 0:
         break;
     case 1: /* two detached children */
-        CHECK_EQ(weft_spawn(p, leaf, NULL, NULL), 0);
-        CHECK_EQ(weft_spawn(p, leaf, NULL, NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, p, leaf, NULL, NULL), 0);
+        CHECK_EQ(weft_spawn(NULL, p, leaf, NULL, NULL), 0);
         break;
     case 2: /* yields */
         for (int i = 0; i < 3; i++)
@@ -37,7 +37,7 @@ static void *mixed(void *arg)
         break;
     case 3: { /* spawn and await */
         weft_task *t = NULL;
-        CHECK_EQ(weft_spawn(p, leaf, P(k), &t), 0);
+        CHECK_EQ(weft_spawn(&t, p, leaf, P(k), NULL), 0);
         void *r = NULL;
         CHECK_EQ(weft_await(t, &r), 0);
         CHECK_EQ(I(r), k);
@@ -65,7 +65,7 @@ int main(void)
         atomic_store(&ran, 0);
         weft_pool *p = st_pool(2, "churn");
         for (intptr_t k = 0; k < PER_POOL; k++)
-            REQUIRE_EQ(weft_spawn(p, mixed, P(k), NULL), 0);
+            REQUIRE_EQ(weft_spawn(NULL, p, mixed, P(k), NULL), 0);
         REQUIRE_EQ(weft_pool_destroy(p), 0);
         long got = atomic_load(&ran);
         if (got != per_pool) {

@@ -47,7 +47,7 @@ static void *producer(void *arg)
     while (i < ntasks) {
         long burst = 1 + (long)(st_rand(&rs) % 1024);
         for (long j = 0; j < burst && i < ntasks; j++, i++) {
-            int rc = weft_spawn(p, tiny, P(i), NULL);
+            int rc = weft_spawn(NULL, p, tiny, P(i), NULL);
             CHECK_EQ(rc, 0);
             if (rc != 0) {
                 /* count it so the run ends; the check already failed */
@@ -82,13 +82,13 @@ int main(void)
 
         st_phase = "start busy task";
         weft_task *b = NULL, *pr = NULL;
-        REQUIRE_EQ(weft_spawn(p, busy, NULL, &b), 0);
+        REQUIRE_EQ(weft_spawn(&b, p, busy, NULL, NULL), 0);
         while (!atomic_load(&busy_started))
             sched_yield();
 
         st_phase = "steal storm";
         uint64_t t0 = st_now_ns();
-        REQUIRE_EQ(weft_spawn(p, producer, P(round + 1), &pr), 0);
+        REQUIRE_EQ(weft_spawn(&pr, p, producer, P(round + 1), NULL), 0);
         REQUIRE_EQ(weft_event_wait(&all_done), 0);
         st_report("tiny tasks with one worker spinning", ntasks, t0);
         REQUIRE_EQ(weft_sync_wait(pr, NULL), 0);

@@ -45,7 +45,7 @@ static void *client(void *arg)
         intptr_t v = (intptr_t)(id * 10000000 + i);
         weft_task *t = NULL;
         int rc = ((r >> 20) % 16 == 0) ? weft_task_create(&t, hop_body, P(v), NULL)
-                                       : weft_spawn(pool, body, P(v), &t);
+                                       : weft_spawn(&t, pool, body, P(v), NULL);
         CHECK_EQ(rc, 0);
         if (rc != 0)
             continue;

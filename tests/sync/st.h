@@ -16,7 +16,8 @@
 #include <weft/sync.h>
 #include <weft/timer.h>
 
-#include "runtime.h"
+#include "sched/task.h"
+#include "sync/objects.h"
 #include "sync/waitq.h"
 
 /* Whether t is parked in a wait now. */
@@ -58,19 +59,28 @@ static inline void st_await_parked(weft_task *t)
         sched_yield();
 }
 
+/* A primitive's waiter list and its lock (sync/objects.h), as the two
+ * arguments of st_listed and st_await_listed. */
+#define ST_IMPL(o)                                                          \
+    _Generic((o), weft_mutex *: weft__mutex_of, weft_cond *: weft__cond_of, \
+             weft_sem *: weft__sem_of,                                      \
+             weft_wait_group *: weft__wait_group_of)(o)
+#define ST_Q(o) &ST_IMPL(o)->lock_, &ST_IMPL(o)->q_
+
 /* Records listed in q, counted under its lock. */
-static inline unsigned st_listed(uint32_t *lock, weft__waitq *q)
+static inline unsigned st_listed(weft__spinlock *lock, weft__waitq *q)
 {
     unsigned n = 0;
-    weft__wq_lock(lock);
+    weft__spin_lock(lock);
     for (struct weft__wait *w = q->head_; w; w = w->next)
         n++;
-    weft__wq_unlock(lock);
+    weft__spin_unlock(lock);
     return n;
 }
 
 /* Wait until exactly n records are listed in q. */
-static inline void st_await_listed(uint32_t *lock, weft__waitq *q, unsigned n)
+static inline void st_await_listed(weft__spinlock *lock, weft__waitq *q,
+                                   unsigned n)
 {
     while (st_listed(lock, q) != n)
         sched_yield();
@@ -80,7 +90,7 @@ static inline void st_await_listed(uint32_t *lock, weft__waitq *q, unsigned n)
 static inline weft_task *st_spawn(weft_pool *p, weft_fn fn, void *arg)
 {
     weft_task *t = NULL;
-    assert_int_equal(weft_spawn(p, fn, arg, &t), 0);
+    assert_int_equal(weft_spawn(&t, p, fn, arg, NULL), 0);
     assert_non_null(t);
     return t;
 }

@@ -47,7 +47,7 @@ static void test_mutex_10k(void **state)
     weft_wait_group_init(&c.wg);
     weft_wait_group_add(&c.wg, TASKS);
     for (int i = 0; i < TASKS; i++)
-        assert_int_equal(weft_spawn(p, contender, &c, NULL), 0);
+        assert_int_equal(weft_spawn(NULL, p, contender, &c, NULL), 0);
     assert_int_equal(weft_wait_group_wait(&c.wg), 0);
     assert_int_equal(c.counter, (long)TASKS * c.iters);
     assert_int_equal(weft_mutex_trylock(&c.m), 0); /* no lost unlock */

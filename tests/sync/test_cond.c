@@ -71,18 +71,18 @@ static void test_signal_broadcast(void **state)
     weft_task *ts[N];
     for (int i = 0; i < N; i++) {
         ts[i] = st_spawn(p, sig_waiter, &s);
-        st_await_listed(&s.c.lock_, &s.c.q_, (unsigned)i + 1);
+        st_await_listed(ST_Q(&s.c), (unsigned)i + 1);
     }
     weft_cond_signal(&s.c);
-    assert_int_equal(st_listed(&s.c.lock_, &s.c.q_), N - 1);
+    assert_int_equal(st_listed(ST_Q(&s.c)), N - 1);
     st_join(ts[0]); /* FIFO: the first to wait is the one woken */
     weft_cond_signal(&s.c);
-    assert_int_equal(st_listed(&s.c.lock_, &s.c.q_), N - 2);
+    assert_int_equal(st_listed(ST_Q(&s.c)), N - 2);
     st_join(ts[1]);
     assert_int_equal(weft_mutex_lock(&s.m), 0);
     assert_int_equal(s.woken, 2);
     weft_cond_broadcast(&s.c); /* with m held: they wake, then wait for m */
-    assert_int_equal(st_listed(&s.c.lock_, &s.c.q_), 0);
+    assert_int_equal(st_listed(ST_Q(&s.c)), 0);
     assert_int_equal(weft_mutex_unlock(&s.m), 0);
     for (int i = 2; i < N; i++)
         st_join(ts[i]);
@@ -126,7 +126,7 @@ static bool rehold_case(weft_pool *p, uint64_t timeout, bool cancel)
     weft_mutex_init(&r.m);
     weft_cond_init(&r.c);
     weft_task *t = st_spawn(p, rehold_waiter, &r);
-    st_await_listed(&r.c.lock_, &r.c.q_, 1);
+    st_await_listed(ST_Q(&r.c), 1);
     assert_int_equal(weft_mutex_lock(&r.m), 0); /* it released m */
     if (atomic_load(&r.returned)) {
         assert_false(cancel);
@@ -139,7 +139,7 @@ static bool rehold_case(weft_pool *p, uint64_t timeout, bool cancel)
         assert_int_equal(weft_task_cancel(t), 0);
     /* Once its wait is over (cancelled, or timed out) it queues for the
      * mutex we hold. */
-    st_await_listed(&r.m.lock_, &r.m.q_, 1);
+    st_await_listed(ST_Q(&r.m), 1);
     assert_int_equal(atomic_load(&r.returned), 0);
     atomic_store(&r.main_unlocking, 1);
     assert_int_equal(weft_mutex_unlock(&r.m), 0);
@@ -182,7 +182,7 @@ static void test_cancelled_before(void **state)
     assert_int_equal(weft_task_create(&t, cancelled_body, &r, NULL), 0);
     assert_int_equal(weft_task_cancel(t), 0);
     st_join(t);
-    assert_int_equal(st_listed(&r.c.lock_, &r.c.q_), 0);
+    assert_int_equal(st_listed(ST_Q(&r.c)), 0);
     WT_CLEAN();
 }
 

@@ -150,7 +150,7 @@ static void test_fifo_handoff(void **state)
         ts[i] = st_spawn(p, fifo_waiter, &args[i]);
         st_await_parked(ts[i]); /* listed before the next one comes */
     }
-    assert_int_equal(st_listed(&f.m.lock_, &f.m.q_), FIFO_N);
+    assert_int_equal(st_listed(ST_Q(&f.m)), FIFO_N);
     assert_int_equal(weft_mutex_unlock(&f.m), 0);
     /* Handed to the first waiter: not free for a newcomer. */
     assert_int_equal(weft_mutex_trylock(&f.m), -EBUSY);

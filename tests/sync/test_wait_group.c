@@ -83,7 +83,7 @@ static void test_many_jobs(void **state)
         st_await_parked(ws[i]);
     }
     for (unsigned i = 0; i < j.n; i++)
-        assert_int_equal(weft_spawn(p, job, &j, NULL), 0);
+        assert_int_equal(weft_spawn(NULL, p, job, &j, NULL), 0);
     assert_int_equal(weft_wait_group_wait(&j.wg), 0); /* plain thread */
     assert_int_equal(atomic_load(&j.finished), j.n);
     for (int i = 0; i < WAITERS; i++)
@@ -109,7 +109,7 @@ static void test_cancel(void **state)
     st_await_parked(u);
     assert_int_equal(weft_task_cancel(t), 0);
     assert_int_equal(st_join(t), -ECANCELED);
-    assert_int_equal(st_listed(&wg.lock_, &wg.q_), 1); /* u still waits */
+    assert_int_equal(st_listed(ST_Q(&wg)), 1); /* u still waits */
     weft_wait_group_done(&wg);
     assert_int_equal(st_join(u), 0);
     wt_destroy(p);

@@ -1,5 +1,5 @@
 /*
- * blocking.c — weft_blocking: fn runs on a blocking thread while the
+ * io/blocking.c — weft_blocking: fn runs on a blocking thread while the
  * calling task is parked.
  *
  * The threads.  One process-wide set, under one mutex (a real one: these
@@ -34,9 +34,12 @@
  */
 #include <weft/blocking.h>
 
-#include "blocking_threads.h"
-#include "fault.h"
-#include "runtime.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/compiler.h"
+#include "io/blocking_threads.h"
+#include "sched/task.h"
+#include "sched/wait.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -44,8 +47,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
-
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
 
 enum {
     DEFAULT_THREADS = 64,
@@ -58,7 +59,7 @@ struct request {
     void *arg;
     struct request *next;     /* in the queue (under the threads' mutex) */
     weft__spinlock lock;      /* the rest                                */
-    struct weft__wait *waiter; /* the task's wait, while it waits        */
+    struct weft__wait *waiter; /* the task's wait, while it waits         */
     void *result;
     bool done;                /* fn has returned                         */
     bool abandoned;           /* the task has gone: the thread frees     */
@@ -138,11 +139,8 @@ static bool wait_for_work(void)
         pthread_cond_wait(&g.work, &g.lock);
         return true;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + g.idle_ns;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
+    /* Absolute, on the monotonic clock (setup). */
+    struct timespec ts = weft__timespec_of(weft__now_ns() + g.idle_ns);
     int rc;
     do
         rc = pthread_cond_timedwait(&g.work, &g.lock, &ts);
@@ -239,7 +237,8 @@ static void give_up(struct request *r)
         free(r);
 }
 
-WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
+static int blocking_until(weft_fn fn, void *arg, void **result,
+                          uint64_t deadline, bool nowait)
 {
     if (!fn)
         return -EINVAL;
@@ -249,9 +248,12 @@ WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
             *result = v;
         return 0;
     }
-    /* Cancelled already: fn must not start at all. */
+    /* Cancelled already: fn must not start at all; nor with no time to
+     * wait for it. */
     if (weft__cancelled())
         return -ECANCELED;
+    if (nowait)
+        return -ETIMEDOUT;
     struct request *r = weft__malloc(sizeof *r);
     if (!r)
         return -ENOMEM;
@@ -265,7 +267,7 @@ WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
     weft__spin_lock(&r->lock);
     if (!r->done) {
         struct weft__wait w;
-        if (weft__wait_init(&w, 0)) { /* cancelled since the check */
+        if (weft__wait_init(&w, deadline)) { /* cancelled since the check */
             give_up(r);
             return -ECANCELED;
         }
@@ -284,4 +286,16 @@ WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
     if (result)
         *result = v;
     return 0;
+}
+
+WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
+{
+    return blocking_until(fn, arg, result, 0, false);
+}
+
+WEFT_EXPORT int weft_blocking_for(weft_fn fn, void *arg, void **result,
+                                  uint64_t timeout_ns)
+{
+    return blocking_until(fn, arg, result, weft__deadline_after(timeout_ns),
+                          timeout_ns == 0);
 }

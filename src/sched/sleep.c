@@ -1,20 +1,20 @@
 /*
- * sleep.c — weft_sleep: a wait (sched/wait.h) that only its timer or a
+ * sched/sleep.c — weft_sleep: a wait (sched/wait.h) that only its timer or a
  * cancel ends.
  */
 #include <weft/timer.h>
 
-#include "runtime.h"
+#include "base/clock.h"
+#include "base/compiler.h"
+#include "sched/task.h"
+#include "sched/wait.h"
 
 #include <errno.h>
 #include <time.h>
 
-#define WEFT_EXPORT __attribute__((visibility("default"), noinline))
-
 static void sleep_thread(uint64_t ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
-                          .tv_nsec = (long)(ns % 1000000000u)};
+    struct timespec ts = weft__timespec_of(ns);
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
 }

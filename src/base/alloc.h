@@ -1,7 +1,7 @@
 /*
- * fault.h — the one door through which weft asks the system for resources
- * (internal): memory (malloc and friends, mmap), guard pages (mprotect,
- * madvise), threads and thread-specific keys.
+ * base/alloc.h — the one door through which weft asks the system for
+ * resources (internal): memory (malloc and friends, mmap), guard pages
+ * (mprotect, madvise), threads and thread-specific keys.
  *
  * In a normal build each wrapper below is the plain call: the `err`
  * argument is the constant 0, and the inline function folds away.
@@ -11,13 +11,13 @@
  * the way the system fails when it is out of memory: NULL, MAP_FAILED or -1
  * with errno ENOMEM, and EAGAIN for pthread_create and pthread_key_create.
  * Only that one call fails, so a test can sweep the number over every call
- * a program makes (tests/fault/) and check that each failure is handled.
+ * a program makes (tests/fault/, base/fault.c) and check that each failure is handled.
  * WEFT_FAULT_OLD_KERNEL=1 in the environment also makes every
  * madvise(MADV_GUARD_INSTALL) fail with EINVAL, uncounted, as on Linux
  * before 6.13, so that a sweep reaches the mprotect guards.
  */
-#ifndef WEFT_FAULT_H
-#define WEFT_FAULT_H
+#ifndef WEFT_BASE_ALLOC_H
+#define WEFT_BASE_ALLOC_H
 
 #include <errno.h>
 #include <pthread.h>
@@ -155,4 +155,4 @@ static inline int weft__pthread_setspecific_(int err, pthread_key_t key,
 #define weft__pthread_setspecific(key, value)                           \
     weft__pthread_setspecific_(WEFT__FAULT("pthread_setspecific"), key, value)
 
-#endif /* WEFT_FAULT_H */
+#endif /* WEFT_BASE_ALLOC_H */

@@ -8,7 +8,7 @@
  * failing exactly one call.  Sites are remembered by file and line, so a
  * test can report which ones it reached.
  */
-#include "fault.h"
+#include "base/alloc.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -1,0 +1,145 @@
+/*
+ * base/cache.c — the slow paths of the object caches (base/cache.h).
+ */
+#include "base/cache.h"
+
+#include "base/alloc.h"
+
+/* Thread exit: the list goes back to the depot. */
+static void spill(struct weft__cache *c, struct weft__cache_local *l,
+                  unsigned n);
+
+static void local_exit(void *p)
+{
+    struct weft__cache_local *l = p;
+    spill(l->kind, l, l->n);
+    /* A later free on this thread (another kind's destructor) registers
+     * again, and glibc runs the destructor once more. */
+    l->max = 0;
+    l->kind = NULL;
+}
+
+/* Arrange for this thread's list to be spilled at its exit; false if that
+ * cannot be done (then the thread keeps nothing). */
+static bool local_register(struct weft__cache *c, struct weft__cache_local *l)
+{
+    if (!c->local_max)
+        return false;
+    pthread_mutex_lock(&c->lock);
+    if (!c->key_made)
+        c->key_made = weft__pthread_key_create(&c->key, local_exit) == 0;
+    bool made = c->key_made;
+    pthread_mutex_unlock(&c->lock);
+    if (!made || weft__pthread_setspecific(c->key, l) != 0)
+        return false;
+    l->kind = c;
+    l->max = c->local_max;
+    return true;
+}
+
+/* Move up to n objects from l to the depot (the depot lock is not held);
+ * what the depot has no room for goes back to the system. */
+static void spill(struct weft__cache *c, struct weft__cache_local *l, unsigned n)
+{
+    struct weft__cache_node *excess = NULL;
+    pthread_mutex_lock(&c->lock);
+    while (n-- > 0 && l->head) {
+        struct weft__cache_node *o = l->head;
+        l->head = o->next;
+        l->n--;
+        if (c->release && c->ndepot >= c->depot_max) {
+            o->next = excess;
+            excess = o;
+            continue;
+        }
+        o->next = c->depot;
+        c->depot = o;
+        c->ndepot++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    while (excess) {
+        struct weft__cache_node *next = excess->next; /* o may hold it */
+        c->release(excess);
+        excess = next;
+    }
+}
+
+void weft__cache_put_slow(struct weft__cache *c, struct weft__cache_local *l)
+{
+    if (!l->max && !local_register(c, l)) {
+        spill(c, l, l->n); /* keep nothing */
+        return;
+    }
+    if (l->n > l->max)
+        spill(c, l, c->batch < l->n ? c->batch : l->n);
+}
+
+struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
+                                              struct weft__cache_local *l,
+                                              size_t key)
+{
+    /* Another key on top: look deeper in our own list first. */
+    for (struct weft__cache_node **link = &l->head; *link;
+         link = &(*link)->next) {
+        if ((*link)->key == key) {
+            struct weft__cache_node *n = *link;
+            *link = n->next;
+            l->n--;
+            return n;
+        }
+    }
+    /* Then a batch of that key from the depot: one for the caller, the
+     * rest for our list (if this thread keeps any). */
+    struct weft__cache_node *got = NULL;
+    unsigned want = l->max ? c->batch : 1;
+    pthread_mutex_lock(&c->lock);
+    struct weft__cache_node **link = &c->depot;
+    while (*link && want) {
+        struct weft__cache_node *n = *link;
+        if (n->key != key) {
+            link = &n->next;
+            continue;
+        }
+        *link = n->next;
+        c->ndepot--;
+        want--;
+        if (!got) {
+            got = n;
+        } else {
+            n->next = l->head;
+            l->head = n;
+            l->n++;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return got;
+}
+
+bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l)
+{
+    pthread_mutex_lock(&c->lock);
+    struct weft__cache_node *n = c->depot;
+    c->depot = NULL;
+    c->ndepot = 0;
+    pthread_mutex_unlock(&c->lock);
+    bool any = n || l->head;
+    while (n) {
+        struct weft__cache_node *next = n->next;
+        c->release(n);
+        n = next;
+    }
+    while ((n = l->head)) {
+        l->head = n->next;
+        l->n--;
+        c->release(n);
+    }
+    return any;
+}
+
+size_t weft__cache_depot_count(struct weft__cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->ndepot;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}

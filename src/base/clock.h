@@ -1,0 +1,50 @@
+/*
+ * base/clock.h — the monotonic clock and deadline arithmetic (internal).
+ *
+ * Every time in weft is CLOCK_MONOTONIC nanoseconds in a uint64_t, which
+ * holds 584 years.  A deadline is such an absolute time; 0 in a deadline
+ * field means "none".  Timeouts (relative) become deadlines once, at the
+ * start of a call (weft/weft.h, "Timeouts"), so a call that waits several
+ * times still ends on time.
+ */
+#ifndef WEFT_BASE_CLOCK_H
+#define WEFT_BASE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define WEFT__NS_PER_S 1000000000u
+
+/* CLOCK_MONOTONIC now, in ns (vDSO: no system call). */
+static inline uint64_t weft__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * WEFT__NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* The deadline `ns` from now, never 0 (none) and saturating just below
+ * UINT64_MAX, so a huge timeout is simply one that never comes. */
+static inline uint64_t weft__deadline_after(uint64_t ns)
+{
+    uint64_t now = weft__now_ns();
+    uint64_t d = now + ns;
+    return d < now || d >= UINT64_MAX - 1 ? UINT64_MAX - 1 : d;
+}
+
+/* ns as a timespec (relative, or absolute when ns is a time). */
+static inline struct timespec weft__timespec_of(uint64_t ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ns / WEFT__NS_PER_S),
+                          .tv_nsec = (long)(ns % WEFT__NS_PER_S)};
+    return ts;
+}
+
+/* What is left until deadline, as a timespec (zero once it has passed). */
+static inline struct timespec weft__timespec_until(uint64_t deadline)
+{
+    uint64_t now = weft__now_ns();
+    return weft__timespec_of(deadline > now ? deadline - now : 0);
+}
+
+#endif /* WEFT_BASE_CLOCK_H */

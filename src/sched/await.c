@@ -1,0 +1,308 @@
+/*
+ * sched/await.c — weft_await: waiting in a task for another task's end
+ * (docs/design.md, "Continuations", "Lazy stacks and inline awaits").
+ *
+ * Await versus completion.  The awaited task's `waiter` slot is arbitrated
+ * by atomics alone:
+ *
+ *   awaiter A (in a post-switch action, A's context saved):
+ *       CAS waiter: NULL -> A;  on success park A (IDLE), else (DONE) A
+ *       simply continues
+ *   completer (T's body returned, its result stored; task_run.c):
+ *       w = exchange(waiter, DONE);  if w is a task: claim it (IDLE ->
+ *       RUNNING) and switch straight to it; if the claim fails (A has not
+ *       parked yet, or a wake took it) wake it instead
+ *
+ * Exactly one of the CAS and the exchange comes first.  If the CAS does,
+ * the completer finds A and resumes it (directly, or through wake(), whose
+ * NOTIFIED flag A's park turns into a requeue if A is still switching
+ * out): A is resumed exactly once.  If the exchange does, the CAS fails
+ * and A continues on its own.  Either way A sees DONE, and the result was
+ * written before the exchange (release) that made DONE visible (acquire).
+ *
+ * Await versus cancel and timeout.  weft_task_cancel stores the flag,
+ * then (under the wait holder's wait_lock: the awaiter, or the task whose
+ * body runs inline on its stack and awaits) end_await CASes the awaiter
+ * out of t's waiter slot; the await's timer does the same under its
+ * timers' lock.  A cancel that comes before the awaiter is in the slot
+ * finds nothing to take back, so the awaiter, once in the slot, reads the
+ * flag and takes itself back.  Both sides are seq_cst (flag store, slot
+ * CAS; slot write, flag load): in the single total order, if cancel's CAS
+ * read the slot empty, the awaiter's later write precedes its flag load,
+ * which then sees the flag.  The timer is armed only once the awaiter is
+ * in the slot (in the post-switch action), so its CAS always finds it
+ * there, or DONE.  Whoever takes the slot back (one CAS wins) decides the
+ * outcome; the completer's exchange that finds the slot empty wakes
+ * nobody, and t is left unconsumed, to be awaited again.
+ *
+ * Inline awaits: a task that was spawned and still sits, never started, in
+ * a queue of the awaiter's pool is claimed by CAS (SCHEDULED -> RUNNING)
+ * and its body runs as a plain call on the awaiter's stack: no stack, no
+ * switch.  The queue entry stays behind with its reference and is dropped
+ * when popped.  Only when the awaiter's stack has room to spare, so deep
+ * chains fall back to suspension.  Such a body cannot time out: it runs to
+ * its end on the awaiter's stack before the await returns.
+ */
+#include "sched/task.h"
+
+#include "base/compiler.h"
+#include "sched/wait.h"
+#include "sched/worker.h"
+
+/* Room for the frames of the await itself, below an inline body's
+ * declared stack (task_run.c reserves each stack twice over). */
+#define INLINE_SLACK (16u * 1024u)
+
+/* Take the result and drop the handle's reference. */
+static void consume(struct weft_task *t, void **result)
+{
+    if (result)
+        *result = t->result;
+    weft__task_unref(t, 1);
+}
+
+struct await_args {
+    struct weft_task *self;     /* the awaiting task (what the slot holds) */
+    struct weft_task *t;
+    struct weft__wait *w;
+    struct weft_task *holder;   /* whose cancel ends the await (w->holder) */
+};
+
+/* Take our claim back from t's waiter slot and decide `outcome`; false if
+ * t ended first (or another party took it back). */
+static bool take_back(struct weft__wait *w, struct weft_task *t,
+                      struct weft_task *self, uint32_t outcome)
+{
+    uintptr_t me = (uintptr_t)self;
+    if (!atomic_compare_exchange_strong_explicit(&t->waiter, &me, 0,
+                                                 memory_order_seq_cst,
+                                                 memory_order_acquire))
+        return false;
+    atomic_store_explicit(&w->outcome, outcome, memory_order_release);
+    return true;
+}
+
+/* In the slot now: a cancel that came before found nothing to take. */
+static bool take_back_if_cancelled(struct await_args *a)
+{
+    return atomic_load_explicit(&a->holder->cancelled, memory_order_seq_cst) &&
+           take_back(a->w, a->t, a->self, WEFT__W_CANCELED);
+}
+
+/* weft_task_cancel (under the holder's wait_lock) or the timer (under its
+ * timers' lock): if the completer's exchange came first it resumes us (and
+ * t's result is there to take); else we are woken with `outcome`. */
+static void end_await(struct weft__wait *w, uint32_t outcome)
+{
+    if (take_back(w, (struct weft_task *)w->data, w->task, outcome))
+        weft__wait_resume(w);
+}
+
+/* In the slot, context saved: arm the timer of a timed await.  No memory
+ * for it: take ourselves back as timed out (the wait reports -ENOMEM). */
+static bool arm_if_timed(struct await_args *a)
+{
+    if (!a->w->deadline || weft__wait_arm(a->w))
+        return true;
+    return !take_back(a->w, a->t, a->self, WEFT__W_TIMEDOUT);
+}
+
+static void *await_action(void *arg, void *val)
+{
+    (void)val;
+    struct await_args *a = arg;
+    uintptr_t none = 0;
+    if (atomic_compare_exchange_strong_explicit(
+            &a->t->waiter, &none, (uintptr_t)a->self, memory_order_seq_cst,
+            memory_order_acquire) &&
+        !take_back_if_cancelled(a) && arm_if_timed(a))
+        return weft__task_park(a->self);
+    /* It ended while we switched out, or we were cancelled: continue at
+     * once (a stray NOTIFIED is answered by running). */
+    atomic_fetch_and_explicit(&a->self->state, ~(uint64_t)WEFT__T_NOTIFIED,
+                              memory_order_relaxed);
+    return a->self;
+}
+
+/* Enough stack left below the caller for an inline body? */
+static bool stack_room(struct weft_task *self, size_t need)
+{
+    char *low = weft__stack_low(&self->co.stack);
+    char *here = __builtin_frame_address(0);
+    return here > low && (size_t)(here - low) > need + INLINE_SLACK;
+}
+
+/*
+ * The await fast path: run a queued, never-started task of our pool as a
+ * plain call.  Best case (fork-join): it is the newest entry of our own
+ * deque, so popping it takes the entry and its reference, and nobody else
+ * can reach it any more (we hold the handle).  Else, if it is still
+ * queued anywhere, claim it by CAS and leave the entry to be dropped when
+ * popped.
+ */
+static bool try_inline(struct weft_task *self, struct weft_task *t)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (!w || t->spawned_on != w->pool ||
+        !stack_room(self, weft__task_declared_stack(t, t->spawned_on)))
+        return false;
+    /* Acquire: pairs with spawn's release of the state (its fields). */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) != WEFT__T_SCHEDULED ||
+        (s & WEFT__T_STARTED))
+        return false;
+    uint64_t running = (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
+                       WEFT__T_STARTED;
+    if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
+        /* Ours alone: no other entry, no waiter, no wake can exist. */
+        atomic_store_explicit(&t->state, running - WEFT__T_REF,
+                              memory_order_relaxed);
+    } else if (!atomic_compare_exchange_strong_explicit(
+                   &t->state, &s, running, memory_order_acquire,
+                   memory_order_relaxed)) {
+        return false; /* a worker took it first */
+    }
+    t->started = true;
+    /* While t's body runs here, t is the calling task (to weft_await). */
+    struct weft_task *outer = self->inlined;
+    self->inlined = t;
+    t->result = t->co.fn(t->arg);
+    self->inlined = outer;
+    /* Nobody else can be waiting: we hold the handle. */
+    atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
+    weft__pool_leave(t->pool);
+    /* COMPLETE, and the task's life reference goes. */
+    weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -1,
+                   memory_order_release);
+    return true;
+}
+
+/* Post-switch, on t's stack: the awaiter (in t's slot since start_lazy)
+ * stops running; t runs on, so we cannot continue here. */
+static void *lazy_park_action(void *arg, void *val)
+{
+    (void)val;
+    /* Copied first: `a` is on the awaiter's stack, which a cancel may
+     * resume as soon as it is parked.  a.w is touched only before the park
+     * (the awaiter is RUNNING until then: a wake meanwhile is kept as
+     * NOTIFIED) or by the winner of the slot, and while we hold the slot
+     * nobody else resumes it. */
+    struct await_args a = *(struct await_args *)arg;
+    bool took = !arm_if_timed(&a);
+    weft__task_park(a.self);
+    if (took || take_back_if_cancelled(&a))
+        weft__task_wake(a.self);
+    return NULL;
+}
+
+/*
+ * Start a lazy task on this thread by symmetric transfer; it inherits our
+ * home and comes back to us when it ends.  Returns 0 once we are resumed,
+ * or -ENOMEM, with t untouched, if it could get no stack.
+ */
+static int start_lazy(struct weft_task *self, struct weft_task *t,
+                      struct weft__wait *w)
+{
+    int err = weft__task_prepare(t, self->pool);
+    if (err)
+        return err;
+    t->lazy = false;
+    t->pool = self->pool;
+    t->driver = self->driver;
+    if (t->pool)
+        (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
+    /* seq_cst: see the top (await versus cancel). */
+    atomic_store_explicit(&t->waiter, (uintptr_t)self, memory_order_seq_cst);
+    /* Nobody else knows t yet (we hold the handle): a plain store. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    atomic_store_explicit(&t->state,
+                          (s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+                              WEFT__T_RUNNING | WEFT__T_STARTED,
+                          memory_order_relaxed);
+    /* We park on t's stack, after our save; t ends by resuming us. */
+    struct await_args a = {self, t, w, w->holder};
+    weft__task_switch_to(&t->co, lazy_park_action, &a);
+    return 0;
+}
+
+static int await_until(weft_task *t, void **result, uint64_t deadline,
+                       bool nowait)
+{
+    if (!t)
+        return -EINVAL;
+    struct weft_task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    /* The calling task is the body running inline on self's stack, if any;
+     * self, awaited by it, would be a cycle as well. */
+    if (t == self || t == self->inlined)
+        return -EINVAL;
+
+    if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+        WEFT__WAITER_DONE) {
+        if (!t->lazy && try_inline(self, t)) {
+            consume(t, result);
+            return 0;
+        }
+        if (nowait)
+            return -ETIMEDOUT;
+        /* A blocking point: cancellable from here on. */
+        struct weft__wait w;
+        if (weft__wait_init_hook(&w, deadline, end_await, (uintptr_t)t))
+            return -ECANCELED;
+        if (t->lazy) {
+            int err = start_lazy(self, t, &w);
+            if (err) {
+                weft__wait_leave(&w);
+                return err;
+            }
+        } else {
+            struct await_args a = {self, t, &w, w.holder};
+            weft__task_suspend(await_action, &a);
+        }
+        /* Resumed for another reason than t's end?  Wait on. */
+        while (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+                   WEFT__WAITER_DONE &&
+               atomic_load_explicit(&w.outcome, memory_order_acquire) ==
+                   WEFT__W_PENDING)
+            weft__task_block(weft__task_current());
+        weft__wait_disarm(&w); /* the timer's end_await is over */
+        weft__wait_leave(&w);  /* a cancel's end_await is over */
+        if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+            WEFT__WAITER_DONE)
+            /* t not consumed: await it again later */
+            return weft__wait_error(&w, atomic_load_explicit(
+                                            &w.outcome, memory_order_acquire));
+    }
+    consume(t, result);
+    return 0;
+}
+
+WEFT_EXPORT int weft_await(weft_task *t, void **result)
+{
+    return await_until(t, result, 0, false);
+}
+
+WEFT_EXPORT int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns)
+{
+    return await_until(t, result, weft__deadline_after(timeout_ns),
+                       timeout_ns == 0);
+}
+
+WEFT_EXPORT int weft_await_all(weft_task **ts, size_t n, void **results)
+{
+    if (!ts && n)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!ts[i])
+            return -EINVAL;
+    if (n && !weft__task_current())
+        return -EPERM;
+    for (size_t i = 0; i < n; i++) {
+        int err = weft_await(ts[i], results ? &results[i] : NULL);
+        if (err)
+            return err; /* ts[i..] are not consumed */
+        ts[i] = NULL;
+    }
+    return 0;
+}

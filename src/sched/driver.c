@@ -1,0 +1,137 @@
+/*
+ * sched/driver.c — weft_sync_wait: a plain thread blocks until a task
+ * ends, and meanwhile runs the tasks that belong to it (sched/driver.h).
+ *
+ * The driver lives on the waiting thread's stack, so no waker may touch it
+ * after weft_sync_wait returns.  Every waker (a task queued on the driver,
+ * the target's end) brackets its touches with `wakers`: it counts itself
+ * in (seq_cst) before its first touch and out (release) after its last,
+ * the unpark.  The thread returns only once it has seen `done` and then
+ * `wakers` at 0 (acquire):
+ *   - a waker that counted itself in before that read is waited for;
+ *   - one that comes after cannot exist: `done` is set by the target's
+ *     end, the last event of the target, and only the target's own tasks
+ *     (which have ended with it, or moved to a pool) are queued here.
+ * The count is at most a few instructions away from 0 when the thread
+ * looks (unpark makes no system call while the thread is awake), so the
+ * thread spins for it.
+ */
+#include "sched/driver.h"
+
+#include "base/backoff.h"
+#include "base/compiler.h"
+#include "sched/task.h"
+#include "sched/worker.h"
+
+void weft__driver_submit(struct weft__driver *d, struct weft_task *t)
+{
+    atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
+    pthread_mutex_lock(&d->lock);
+    t->link = NULL;
+    *d->queue_tail = t;
+    d->queue_tail = &t->link;
+    pthread_mutex_unlock(&d->lock);
+    weft__parker_unpark(&d->parker);
+    atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
+}
+
+void weft__driver_finish(struct weft__driver *d)
+{
+    atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
+    atomic_store_explicit(&d->done, 1, memory_order_release);
+    weft__parker_unpark(&d->parker);
+    atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
+}
+
+static struct weft_task *driver_pop(struct weft__driver *d)
+{
+    pthread_mutex_lock(&d->lock);
+    struct weft_task *t = d->queue_head;
+    if (t) {
+        d->queue_head = t->link;
+        if (!d->queue_head)
+            d->queue_tail = &d->queue_head;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return t;
+}
+
+/* Take the result and drop the handle's reference. */
+static void consume(struct weft_task *t, void **result)
+{
+    if (result)
+        *result = t->result;
+    weft__task_unref(t, 1);
+}
+
+WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
+{
+    if (!t)
+        return -EINVAL;
+    struct weft__thread *th = weft__tls_fresh();
+    struct weft__sched_thread *st = weft__sched_fresh();
+    if (st->worker || !(th->current->flags & WEFT__CORO_ROOT) || st->driver)
+        return -EDEADLK;
+    if (t->lazy) {
+        /* Its stack first, the one step that can fail. */
+        int err = weft__task_prepare(t, NULL);
+        if (err)
+            return err;
+    }
+    weft__thread_setup(th);
+
+    struct weft__driver d;
+    weft__parker_init(&d.parker);
+    pthread_mutex_init(&d.lock, NULL);
+    d.queue_head = NULL;
+    d.queue_tail = &d.queue_head;
+    atomic_init(&d.done, 0);
+    atomic_init(&d.wakers, 0);
+    weft__timers_init(&d.timers);
+    st->driver = &d;
+
+    if (t->lazy) {
+        /* Lazy: it runs here until it first suspends, and here again
+         * whenever it is woken while it belongs to no pool. */
+        t->lazy = false;
+        t->driver = &d;
+        atomic_store_explicit(&t->waiter,
+                              (uintptr_t)&d | WEFT__WAITER_THREAD,
+                              memory_order_relaxed);
+        uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+        atomic_store_explicit(&t->state,
+                              (s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+                                  WEFT__T_RUNNING | WEFT__T_STARTED,
+                              memory_order_relaxed);
+        weft__task_run(t);
+    } else {
+        uintptr_t none = 0;
+        if (!atomic_compare_exchange_strong_explicit(
+                &t->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
+                memory_order_acq_rel, memory_order_acquire))
+            atomic_store_explicit(&d.done, 1, memory_order_relaxed);
+    }
+
+    while (!atomic_load_explicit(&d.done, memory_order_acquire)) {
+        struct weft_task *n = driver_pop(&d);
+        if (n) {
+            if (weft__task_claim_queued(n))
+                weft__task_run(n);
+            continue;
+        }
+        if (weft__timers_run(&d.timers, weft__now_ns()))
+            continue;
+        uint64_t next = weft__timers_next(&d.timers);
+        weft__parker_park(&d.parker, next == UINT64_MAX ? 0 : next);
+    }
+    /* The last waker's final touch of d (see the top). */
+    unsigned spins = 0;
+    while (atomic_load_explicit(&d.wakers, memory_order_acquire))
+        weft__backoff(&spins);
+    weft__sched_fresh()->driver = NULL;
+    weft__timers_fini(&d.timers);
+    pthread_mutex_destroy(&d.lock);
+    weft__parker_fini(&d.parker);
+    consume(t, result);
+    return 0;
+}

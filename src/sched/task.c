@@ -1,0 +1,165 @@
+/*
+ * sched/task.c — making tasks (lazy and eager, with the same options) and
+ * the calls on a task's handle: detach, cancel, name; the scheduler's
+ * per-thread block.
+ */
+#include "sched/task.h"
+
+#include "base/compiler.h"
+#include "sched/wait.h"
+#include "sched/worker.h"
+
+#include <string.h>
+
+__thread struct weft__sched_thread weft__sched_tls
+    __attribute__((tls_model("initial-exec")));
+
+WEFT_OPAQUE struct weft__sched_thread *weft__sched_fresh(void)
+{
+    struct weft__sched_thread *t = &weft__sched_tls;
+    __asm__ volatile("" : "+r"(t));
+    return t;
+}
+
+/* Validate opts: 0 or -EINVAL.  *stack gets the stack size asked for. */
+static int check_opts(const weft_task_opts *opts, size_t *stack)
+{
+    *stack = 0;
+    if (!opts)
+        return 0;
+    if (opts->stack_size > WEFT_STACK_MAX ||
+        !weft__reserved_zero(opts->reserved_, 4))
+        return -EINVAL;
+    *stack = opts->stack_size;
+    return 0;
+}
+
+static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
+                                  const char *name, uint64_t state)
+{
+    struct weft_task *t = weft__record_alloc();
+    if (!t)
+        return NULL;
+    /* Every field is set here (records are recycled): no memset. */
+    t->co.sp = NULL;
+    t->co.san.tsan = NULL;
+    /* The embedded coroutine record is never SUSPENDED, so the standalone
+     * calls (resume, destroy) refuse it with -EBUSY. */
+    atomic_init(&t->co.state, WEFT_CORO_RUNNING);
+    t->co.flags = WEFT__CORO_HOSTED;
+    t->co.resumer = NULL;
+    atomic_init(&t->co.owner, NULL);
+    t->co.fn = fn;
+    t->co.started = 0;
+    t->co.stack.map = NULL;
+    t->co.name = "task";
+    if (name) {
+        size_t n = strnlen(name, sizeof t->co.name_buf - 1);
+        memcpy(t->co.name_buf, name, n);
+        t->co.name_buf[n] = '\0';
+        t->co.name = t->co.name_buf;
+    }
+    atomic_init(&t->state, state);
+    atomic_init(&t->waiter, 0);
+    t->pool = NULL;
+    t->driver = NULL;
+    t->arg = arg;
+    t->result = NULL;
+    t->stack_size = stack_size;
+    t->link = NULL;
+    t->spawned_on = NULL;
+    t->inlined = NULL;
+    atomic_init(&t->cancelled, 0);
+    weft__spin_init(&t->wait_lock);
+    t->cur_wait = NULL;
+    t->started = false;
+    t->lazy = false;
+    return t;
+}
+
+WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
+                                 const weft_task_opts *opts)
+{
+    size_t stack;
+    if (!out || !fn || check_opts(opts, &stack))
+        return -EINVAL;
+    /* References: the handle and the task's life. */
+    struct weft_task *t = task_new(fn, arg, stack, opts ? opts->name : NULL,
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+    if (!t)
+        return -ENOMEM;
+    t->lazy = true;
+    *out = t;
+    return 0;
+}
+
+WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
+                           void *arg, const weft_task_opts *opts)
+{
+    size_t stack;
+    if (!pool || !fn || check_opts(opts, &stack))
+        return -EINVAL;
+    /* References: the queue entry, the task's life, and the handle. */
+    uint64_t refs = out ? 3 : 2;
+    struct weft_task *t =
+        task_new(fn, arg, stack, opts ? opts->name : NULL, 0);
+    if (!t)
+        return -ENOMEM;
+    int err = weft__pool_arrive(pool);
+    if (err) {
+        weft__record_free(t);
+        return err;
+    }
+    t->pool = pool;
+    t->spawned_on = pool;
+    if (out)
+        *out = t;
+    /* Release: whoever claims it (acquire on the state) sees its fields,
+     * whichever queue carried it. */
+    atomic_store_explicit(&t->state, WEFT__T_SCHEDULED | refs * WEFT__T_REF,
+                          memory_order_release);
+    /* Once queued it may run, end and (detached) be freed at once. */
+    weft__pool_submit(pool, t);
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_detach(weft_task *t)
+{
+    if (!t)
+        return -EINVAL;
+    if (t->lazy) {
+        /* Lazy and never started: nobody else knows it. */
+        weft__record_free(t);
+        return 0;
+    }
+    weft__task_unref(t, 1);
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_cancel(weft_task *t)
+{
+    if (!t)
+        return -EINVAL;
+    if (weft__task_lifecycle(atomic_load_explicit(
+            &t->state, memory_order_acquire)) == WEFT__T_COMPLETE)
+        return 0;
+    /* seq_cst: against an await entering t's waiter slot (await.c); other
+     * blocking points read the flag under wait_lock (wait.c). */
+    atomic_store_explicit(&t->cancelled, 1, memory_order_seq_cst);
+    weft__spin_lock(&t->wait_lock);
+    if (t->cur_wait)
+        weft__wait_cancel(t->cur_wait);
+    weft__spin_unlock(&t->wait_lock);
+    return 0;
+}
+
+WEFT_EXPORT weft_task *weft_task_current(void)
+{
+    struct weft_task *self = weft__task_current();
+    return self ? weft__task_body(self) : NULL;
+}
+
+WEFT_EXPORT const char *weft_task_name(const weft_task *t)
+{
+    return t ? t->co.name : "";
+}

@@ -1,0 +1,219 @@
+/*
+ * sched/task.h — the task record and its state machine (internal), shared
+ * by the files of sched/ and by the layers above that park tasks.
+ *
+ * Files: task_state.c (the state word's transitions), task_run.c (running a
+ * task on a thread, suspending it, its end), await.c (await and its inline
+ * and lazy starts), driver.c (weft_sync_wait), yield.c (schedule, yield),
+ * records.c (where task records come from), task.c (creation and the
+ * public calls on a handle).
+ */
+#ifndef WEFT_SCHED_TASK_H
+#define WEFT_SCHED_TASK_H
+
+#include <weft/pool.h>
+#include <weft/task.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <urcu/wfcqueue.h>
+
+#include "base/spinlock.h"
+#include "ctx/coro.h"
+#include "ctx/ctx.h"
+#include "sched/thread.h"
+
+/* ---------------------------------------------------------------- state */
+
+/*
+ * The task state word (docs/design.md, "The task state machine"): a
+ * lifecycle in the low two bits, the NOTIFIED and STARTED flags, and a
+ * reference count above.
+ *
+ *   IDLE       not queued, not running (new, or suspended and registered
+ *              wherever it waits)
+ *   SCHEDULED  in a run queue (that queue entry holds one reference)
+ *   RUNNING    claimed by exactly one thread, which runs it
+ *   COMPLETE   its body returned (and it left its stack)
+ *
+ * Only a CAS moves a task out of IDLE or SCHEDULED, so exactly one thread
+ * wins the right to run it ("One owner").  A wake that finds the task
+ * RUNNING sets NOTIFIED instead, and the task's own post-switch step
+ * requeues it (nothing lost, nothing run twice).  A task stops RUNNING only
+ * in a post-switch action, after its registers are saved ("Publish after
+ * save").
+ *
+ * References: the handle (until await, sync_wait or detach consumes it),
+ * the task's life (until COMPLETE), and one per run-queue entry.  A queue
+ * entry can outlive its purpose: an awaiter may claim a queued task that
+ * never started and run it inline (await.c); the stale entry is dropped
+ * when popped.  The record is freed when the count reaches zero.
+ */
+enum {
+    WEFT__T_IDLE = 0,
+    WEFT__T_SCHEDULED = 1,
+    WEFT__T_RUNNING = 2,
+    WEFT__T_COMPLETE = 3,
+    WEFT__T_LIFECYCLE = 3,
+    WEFT__T_NOTIFIED = 4,
+    WEFT__T_STARTED = 8,   /* has been claimed to run at least once */
+};
+#define WEFT__T_REF ((uint64_t)1 << 8)
+
+/* The waiter slot: NULL, the COMPLETE mark, an awaiting task, or a thread
+ * waiting in weft_sync_wait (its driver, tagged with bit 0). */
+#define WEFT__WAITER_DONE ((uintptr_t)2)
+#define WEFT__WAITER_THREAD ((uintptr_t)1)
+
+struct weft__driver;
+struct weft__wait;
+
+struct weft_task {
+    struct weft_coro co;          /* context and chain record; HOSTED     */
+    _Atomic uint64_t state;       /* lifecycle | flags | refs             */
+    _Atomic uintptr_t waiter;     /* see WEFT__WAITER_*                   */
+    struct cds_wfcq_node qnode;   /* link in a global queue               */
+    weft_pool *pool;              /* home: the pool it belongs to, or     */
+    struct weft__driver *driver;  /* the sync_wait thread it belongs to   */
+    void *arg;
+    void *result;
+    size_t stack_size;            /* 0: the pool's (or the default)       */
+    /* In at most one list at a time: a driver's queue, a worker's yielded
+     * FIFO (both hold a SCHEDULED task), or a free list of records. */
+    struct weft_task *link;
+    weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
+    /* The task whose body runs inline on this task's stack now (the
+     * innermost, see await.c), or NULL: the calling task, to weft_await. */
+    struct weft_task *inlined;
+    /* Cancellation (wait.c): the flag stays set once cancelled; the
+     * current wait is the record weft_task_cancel decides, under the
+     * lock. */
+    _Atomic uint32_t cancelled;
+    weft__spinlock wait_lock;
+    struct weft__wait *cur_wait;
+    bool started;                 /* has a context (its runner's field)   */
+    bool lazy;                    /* made by weft_task_create and not yet
+                                     started (the handle holder's field) */
+};
+
+static inline uint64_t weft__task_refs(uint64_t s)
+{
+    return s >> 8;
+}
+
+static inline uint64_t weft__task_lifecycle(uint64_t s)
+{
+    return s & WEFT__T_LIFECYCLE;
+}
+
+static inline struct weft_task *weft__task_of(struct weft_coro *co)
+{
+    return (struct weft_task *)co; /* co is the first member */
+}
+
+/* The task running on this thread, or NULL (plain thread, or a standalone
+ * coroutine).  Read afresh: safe after a switch. */
+static inline struct weft_task *weft__task_current(void)
+{
+    struct weft_coro *c = weft__tls_fresh()->current;
+    return (c->flags & WEFT__CORO_HOSTED) ? weft__task_of(c) : NULL;
+}
+
+/* The task whose body runs on self's stack now: the innermost task run
+ * inline there (await.c), or self.  Cancellation belongs to it.  Only
+ * self's own code changes `inlined`, so no ordering is needed. */
+static inline struct weft_task *weft__task_body(struct weft_task *self)
+{
+    return self->inlined ? self->inlined : self;
+}
+
+/* ---------------------------------------------- transitions (task_state.c) */
+
+/*
+ * weft__task_set - the caller holds t RUNNING (or is its only owner): make
+ * its lifecycle `lc`, clear the flags in `clear`, add `refs` references
+ * (negative: drop), with memory order `mo` on the store.  Returns the new
+ * word.
+ */
+uint64_t weft__task_set(struct weft_task *t, uint64_t lc, uint64_t clear,
+                        int64_t refs, memory_order mo);
+
+/* Claim an IDLE task for running (IDLE -> RUNNING); false if it was not
+ * IDLE (then a wake or another claim has it). */
+bool weft__task_claim_idle(struct weft_task *t);
+
+/* Claim a task taken from a run queue (SCHEDULED -> RUNNING, STARTED set,
+ * the entry's reference consumed); false if the entry was stale (its
+ * reference is dropped then). */
+bool weft__task_claim_queued(struct weft_task *t);
+
+/* RUNNING -> SCHEDULED (dropping NOTIFIED: being queued answers it), plus
+ * the queue entry's reference; the caller then queues it. */
+void weft__task_make_scheduled(struct weft_task *t);
+
+/* Wake t: queue it on its home (it must be IDLE or RUNNING; any other state
+ * means a wake is already under way, or it ended). */
+void weft__task_wake(struct weft_task *t);
+/* The same, behind everything already queued on its pool (the global
+ * queue): for a batch of wakes, as the netpoller's, that must run in the
+ * order they came rather than newest first (the LIFO slot and the deque's
+ * owner end), or a stream of new readiness starves the oldest. */
+void weft__task_wake_fifo(struct weft_task *t);
+
+/*
+ * weft__task_park - in a post-switch action: t (whose context is saved)
+ * stops RUNNING.  If a wake arrived meanwhile (NOTIFIED), t is queued again
+ * on its home; else it is IDLE.  Returns NULL (nothing for the action to
+ * run next).
+ */
+struct weft_task *weft__task_park(struct weft_task *t);
+
+/* Drop n references; frees the record at zero. */
+void weft__task_unref(struct weft_task *t, uint64_t n);
+
+/* ----------------------------------------------------- running (task_run.c) */
+
+/*
+ * weft__task_run - on a worker or driver thread, in its scheduler context:
+ * run t (claimed, RUNNING) and whatever the post-switch actions hand back,
+ * until control returns with nothing to run.
+ */
+void weft__task_run(struct weft_task *t);
+
+/*
+ * weft__task_suspend - in a task: save its context, switch to this
+ * thread's scheduler context, and there run action(arg) (which must call
+ * weft__task_park(self), or queue self, to publish the suspension).  The
+ * action returns a claimed (RUNNING) task to run next, or NULL.  Returns
+ * when the task is resumed (possibly on another thread).
+ */
+void weft__task_suspend(weft__ctx_action action, void *arg);
+
+/* Leave the running task for `to` (a context with a saved frame), running
+ * action(arg) on to's stack once the task's own frame is saved. */
+void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
+                          void *arg);
+
+/* In task self: suspend until something wakes it (weft__task_wake); the
+ * caller has already made itself findable by its waker. */
+void weft__task_block(struct weft_task *self);
+
+/* Give t its stack and first context on the thread that starts it, in
+ * home `pool` (its stack size may come from there; NULL: a driver).
+ * Returns 0, or -ENOMEM with nothing changed. */
+int weft__task_prepare(struct weft_task *t, const weft_pool *pool);
+
+/* The stack size t's body is promised (its own, its pool's, or the
+ * default). */
+size_t weft__task_declared_stack(const struct weft_task *t,
+                                 const weft_pool *pool);
+
+/* ----------------------------------------------------- records (records.c) */
+
+/* A record from this thread's cache (or a fresh chunk); NULL: no memory. */
+struct weft_task *weft__record_alloc(void);
+/* Back to this thread's cache. */
+void weft__record_free(struct weft_task *t);
+
+#endif /* WEFT_SCHED_TASK_H */

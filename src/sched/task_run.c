@@ -1,0 +1,192 @@
+/*
+ * sched/task_run.c — a task's life on a thread: its first context, the
+ * scheduler context's run loop, suspension, and its end with continuation
+ * chaining (docs/design.md, "Publish after save", "Continuations").
+ *
+ * A worker (or a sync_wait driver) runs tasks from its scheduler context,
+ * the thread's root context.  A task that suspends switches back to it and
+ * names a post-switch action, which runs there once the task's registers
+ * are saved and is the only place the task may be published (parked,
+ * queued, registered as a waiter).  A task that ends switches straight to
+ * its awaiter when it can (the awaiter belongs where this thread runs, and
+ * the claim wins), so a chain of awaits costs no queue round trip; its
+ * stack is freed by the action on the far side of that switch, when
+ * nothing runs on it any more.
+ */
+#include "sched/task.h"
+
+#include "base/compiler.h"
+#include "ctx/sanitizer.h"
+#include "sched/driver.h"
+#include "sched/worker.h"
+
+/*
+ * Inline awaits run a child's body on the awaiter's stack, and the child is
+ * promised its declared stack size however it runs.  So each task stack
+ * reserves its declared size twice over (pages commit only when touched,
+ * so this costs address space, not memory); await.c's inline start needs
+ * the child's full declared size free below it.
+ */
+#define INLINE_ROOM_MAX ((size_t)64 << 20)
+
+static void task_entry(void *val, void *arg);
+
+size_t weft__task_declared_stack(const struct weft_task *t,
+                                 const weft_pool *pool)
+{
+    size_t size = t->stack_size;
+    if (!size && pool)
+        size = pool->stack_size;
+    return size ? size : WEFT_STACK_DEFAULT;
+}
+
+int weft__task_prepare(struct weft_task *t, const weft_pool *pool)
+{
+    size_t size = weft__task_declared_stack(t, pool);
+    /* Twice over, for the bodies it may run inline (see the top). */
+    size += size <= INLINE_ROOM_MAX ? size : 0;
+    int err = weft__stack_alloc(&t->co.stack, size);
+    if (unlikely(err))
+        return err;
+    if (t->co.stack.canary)
+        t->co.flags |= WEFT__CORO_CANARY;
+    weft__san_fiber_new(&t->co.san, &t->co.stack);
+    t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
+    t->started = true;
+    return 0;
+}
+
+/*
+ * A worker is about to start a spawned task (lazy tasks get their stack in
+ * await or sync_wait, which can report a failure) and no stack can be had.
+ * Nobody can be told: the spawn returned long ago.  So the task goes back,
+ * SCHEDULED again, to the end of its pool's global queue, and starts when a
+ * stack can be had: the tasks queued before it run first, and those that
+ * end give their stacks back.  Its body has not run, so it holds nothing
+ * meanwhile, and a drain waits for it like for any queued task.
+ */
+static void start_later(struct weft_task *t)
+{
+    weft_pool *pool = t->pool; /* before it is SCHEDULED */
+    weft__task_make_scheduled(t);
+    weft__pool_submit_fifo(pool, t);
+}
+
+void weft__task_run(struct weft_task *t)
+{
+    /* The scheduler context never changes thread, so this block stays
+     * ours across the switches below. */
+    struct weft__thread *th = &weft__tls;
+    while (t) {
+        if (!t->started && unlikely(weft__task_prepare(t, t->pool) != 0)) {
+            start_later(t);
+            return;
+        }
+        th->current = &t->co;
+        struct weft_task *next = NULL;
+        /* Back when the task (or a chain it handed control to) switches
+         * to this scheduler; the post-switch action's result lands in
+         * `next`. */
+        weft__san_switch(&th->root.san, &t->co.san);
+        weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
+        weft__san_arrived(&th->root.san);
+        t = next;
+    }
+}
+
+void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
+                          void *arg)
+{
+    struct weft__thread *th = weft__tls_fresh();
+    struct weft_coro *self = th->current;
+    if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
+        weft__coro_overflow(self, true);
+    th->current = to;
+    weft__san_switch(&self->san, &to->san);
+    weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
+    weft__san_arrived(&self->san);
+}
+
+void weft__task_suspend(weft__ctx_action action, void *arg)
+{
+    weft__task_switch_to(&weft__tls_fresh()->root, action, arg);
+}
+
+static void *park_action(void *arg, void *val)
+{
+    (void)val;
+    return weft__task_park(arg);
+}
+
+void weft__task_block(struct weft_task *self)
+{
+    weft__task_suspend(park_action, self);
+}
+
+/* Whether awaiter a may run on this thread right away: it belongs to this
+ * worker's pool, or to this sync_wait driver and no pool. */
+static bool at_home(const struct weft_task *a)
+{
+    struct weft__sched_thread *st = weft__sched_fresh();
+    if (st->worker)
+        return a->pool == st->worker->pool;
+    return st->driver && a->driver == st->driver && !a->pool;
+}
+
+/* The last step of an ended task, on the stack it switched to: only now
+ * may its stack be reused and its record be freed. */
+static void *finish_action(void *arg, void *val)
+{
+    struct weft_task *t = arg;
+    weft__san_fiber_gone(&t->co.san);
+    weft__stack_free(&t->co.stack);
+    if (t->pool)
+        weft__pool_leave(t->pool);
+    /* COMPLETE, and the task's life reference goes.  acq_rel: if this
+     * drops the last reference the record is freed here, after every other
+     * owner's writes. */
+    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -1,
+                                memory_order_acq_rel);
+    if (weft__task_refs(n) == 0)
+        weft__record_free(t);
+    return val;
+}
+
+static _Noreturn void task_finish(struct weft_task *t)
+{
+    struct weft__thread *th = weft__tls_fresh();
+    if ((t->co.flags & WEFT__CORO_CANARY) && !weft__stack_intact(&t->co.stack))
+        weft__coro_overflow(&t->co, true);
+
+    /* Release: the result is visible to whoever sees DONE.  Acquire: the
+     * awaiter's registration (its saved context) is visible to us. */
+    uintptr_t w = atomic_exchange_explicit(&t->waiter, WEFT__WAITER_DONE,
+                                           memory_order_acq_rel);
+    if (w & WEFT__WAITER_THREAD) {
+        weft__driver_finish((struct weft__driver *)(w & ~WEFT__WAITER_THREAD));
+    } else if (w) {
+        struct weft_task *a = (struct weft_task *)w;
+        if (at_home(a) && weft__task_claim_idle(a)) {
+            /* Continuation chaining: no queue round trip. */
+            th->current = &a->co;
+            weft__san_switch_last(&a->co.san);
+            weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
+                                 finish_action, t);
+            __builtin_unreachable();
+        }
+        weft__task_wake(a);
+    }
+    th->current = &th->root;
+    weft__san_switch_last(&th->root.san);
+    weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
+    __builtin_unreachable();
+}
+
+static void task_entry(void *val, void *arg)
+{
+    (void)val;
+    struct weft_task *t = arg;
+    weft__san_arrived(&t->co.san);
+    t->result = t->co.fn(t->arg);
+    task_finish(t);
+}

@@ -1,0 +1,173 @@
+/*
+ * sched/task_state.c — the task state word's transitions (sched/task.h has
+ * the states; docs/design.md, "The task state machine", the invariants).
+ *
+ * Two kinds of transition:
+ *   - a claim (IDLE or SCHEDULED -> RUNNING) is a CAS from a lifecycle that
+ *     others may also try to leave: exactly one claimer wins ("One
+ *     owner");
+ *   - every other transition is made by the thread that holds the task
+ *     RUNNING, or by its only owner (a creator before it publishes the
+ *     task): weft__task_set's CAS loop only has to carry along what others
+ *     may change meanwhile, which is NOTIFIED and the reference count.
+ * A wake of a RUNNING task sets NOTIFIED; the holder's park (after the
+ * task's registers are saved) turns it into a requeue.
+ */
+#include "sched/task.h"
+
+#include "sched/driver.h"
+#include "sched/worker.h"
+
+static inline uint64_t with_lifecycle(uint64_t s, uint64_t lc)
+{
+    return (s & ~(uint64_t)WEFT__T_LIFECYCLE) | lc;
+}
+
+uint64_t weft__task_set(struct weft_task *t, uint64_t lc, uint64_t clear,
+                        int64_t refs, memory_order mo)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t n;
+    do
+        n = (with_lifecycle(s, lc) & ~clear) + (uint64_t)refs * WEFT__T_REF;
+    while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, mo,
+                                                  memory_order_relaxed));
+    return n;
+}
+
+/*
+ * Move t from lifecycle `from` to `to`, setting `flags` and adding `refs`
+ * references, if it is in `from`; false (nothing changed) if it is not.
+ * Acquire: the claimer sees what the releasing side (a park after its
+ * save, a spawn or wake that queued it) wrote.  The first load is acquire
+ * too: it may be the one that meets the creator's release (ThreadSanitizer
+ * checks that).
+ */
+static bool move(struct weft_task *t, uint64_t from, uint64_t to,
+                 uint64_t flags, int64_t refs)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    do {
+        if (weft__task_lifecycle(s) != from)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &t->state, &s,
+        (with_lifecycle(s, to) | flags) + (uint64_t)refs * WEFT__T_REF,
+        memory_order_acquire, memory_order_relaxed));
+    return true;
+}
+
+bool weft__task_claim_idle(struct weft_task *t)
+{
+    return move(t, WEFT__T_IDLE, WEFT__T_RUNNING, 0, 0);
+}
+
+bool weft__task_claim_queued(struct weft_task *t)
+{
+    /* The entry's reference goes with the entry.  Acquire pairs with the
+     * release that queued it (spawn, wake), also when the queue in between
+     * is liburcu's, which ThreadSanitizer cannot see. */
+    if (move(t, WEFT__T_SCHEDULED, WEFT__T_RUNNING, WEFT__T_STARTED, -1))
+        return true;
+    /* A stale entry: the task was claimed inline meanwhile. */
+    weft__task_unref(t, 1);
+    return false;
+}
+
+void weft__task_make_scheduled(struct weft_task *t)
+{
+    /* Release: the context saved before this action is visible to the
+     * thread that claims the queue entry. */
+    weft__task_set(t, WEFT__T_SCHEDULED, WEFT__T_NOTIFIED, 1,
+                   memory_order_release);
+}
+
+void weft__task_unref(struct weft_task *t, uint64_t n)
+{
+    /* acq_rel: the last one out sees every other owner's writes. */
+    uint64_t old = atomic_fetch_sub_explicit(&t->state, n * WEFT__T_REF,
+                                             memory_order_acq_rel);
+    if (weft__task_refs(old) == n)
+        weft__record_free(t);
+}
+
+/*
+ * Queue a SCHEDULED task (holding its entry's reference) on its home, read
+ * by the caller *before* the task became SCHEDULED: once it is, another
+ * thread may claim, run and free it, and the queues' own ordering (liburcu's
+ * global queue) is invisible to ThreadSanitizer.  Only a running task
+ * changes its home, so the value read before is still right.
+ */
+static void enqueue_home(struct weft_task *t, weft_pool *pool,
+                         struct weft__driver *driver, bool fifo)
+{
+    if (!pool)
+        weft__driver_submit(driver, t);
+    else if (fifo)
+        weft__pool_submit_fifo(pool, t);
+    else
+        weft__pool_submit_woken(pool, t);
+}
+
+static void wake(struct weft_task *t, bool fifo)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    for (;;) {
+        switch (weft__task_lifecycle(s)) {
+        case WEFT__T_IDLE: {
+            weft_pool *pool = t->pool;
+            struct weft__driver *driver = t->driver;
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->state, &s,
+                    with_lifecycle(s, WEFT__T_SCHEDULED) + WEFT__T_REF,
+                    memory_order_acq_rel, memory_order_relaxed)) {
+                enqueue_home(t, pool, driver, fifo);
+                return;
+            }
+            break;
+        }
+        case WEFT__T_RUNNING:
+            /* Still switching out (or about to wait): its park requeues
+             * it. */
+            if (s & WEFT__T_NOTIFIED)
+                return;
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->state, &s, s | WEFT__T_NOTIFIED, memory_order_acq_rel,
+                    memory_order_relaxed))
+                return;
+            break;
+        default:
+            return; /* already queued, or ended */
+        }
+    }
+}
+
+void weft__task_wake(struct weft_task *t)
+{
+    wake(t, false);
+}
+
+void weft__task_wake_fifo(struct weft_task *t)
+{
+    wake(t, true);
+}
+
+struct weft_task *weft__task_park(struct weft_task *t)
+{
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    for (;;) {
+        if (s & WEFT__T_NOTIFIED) {
+            /* A wake came while it was running: keep it, as a requeue. */
+            weft_pool *pool = t->pool;
+            struct weft__driver *driver = t->driver;
+            weft__task_make_scheduled(t);
+            enqueue_home(t, pool, driver, false);
+            return NULL;
+        }
+        /* Release: a thread that claims it (acquire) sees its context. */
+        if (atomic_compare_exchange_weak_explicit(
+                &t->state, &s, with_lifecycle(s, WEFT__T_IDLE),
+                memory_order_release, memory_order_relaxed))
+            return NULL;
+    }
+}

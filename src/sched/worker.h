@@ -1,0 +1,157 @@
+/*
+ * sched/worker.h — the pool and its workers (internal): the records, and
+ * the calls the rest of sched/ and the layers above make into pool.c.
+ */
+#ifndef WEFT_SCHED_WORKER_H
+#define WEFT_SCHED_WORKER_H
+
+#include <weft/pool.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <urcu/wfcqueue.h>
+
+#include "base/spinlock.h"
+#include "sched/parker.h"
+#include "sched/poller.h"
+#include "sched/runq.h"
+#include "sched/task.h"
+#include "sched/timer.h"
+
+struct weft__worker {
+    struct weft__runq q;          /* first: the hot, aligned part          */
+    /* The task most recently woken by a task running here: it runs next,
+     * on this warm core (message passing), and thieves take it only as a
+     * last resort.  Holds a queue entry's reference. */
+    _Atomic(struct weft_task *) lifo;
+    unsigned lifo_streak;         /* slot runs in a row (capped)           */
+    /* Tasks that yielded here, FIFO through their .link, owner only (no
+     * atomics, no bound: a yielder is already counted in the pool, so
+     * this cannot grow past the live tasks): they run after the deque and
+     * the global queue, in the order they yielded.  Each holds a queue
+     * entry's reference. */
+    struct weft_task *yielded_head, *yielded_tail;
+    weft_pool *pool;
+    unsigned index;
+    pthread_t thread;
+    struct weft__parker parker;
+    uint64_t rng;                 /* victim choice                          */
+    uint32_t tick;
+    bool spinning;                /* counted in pool->nspinning             */
+    bool idle;                    /* on the idle list (under idle_lock)     */
+    bool woken;                   /* taken off the idle list by a waker,
+                                     counted as spinning (under idle_lock) */
+    bool in_poll;                 /* holds the poller and sleeps in it,
+                                     not on parker (under idle_lock)     */
+    struct weft__worker *idle_next;
+    /* Timed waits armed by tasks running here (pool.c, "Timers"). */
+    struct weft__timers timers;
+    /* Live-task accounting for drain, written by this worker only. */
+    _Atomic int64_t arrived;      /* tasks that got this pool as home here */
+    _Atomic int64_t left;         /* tasks of this pool that ended or left */
+};
+
+struct weft_pool {
+    struct weft__worker **workers;
+    unsigned nworkers;
+    size_t stack_size;
+    char name[16];
+
+    /* The global injection queue: wait-free enqueue from any thread. */
+    struct cds_wfcq_head inject_head;
+    struct cds_wfcq_tail inject_tail;
+    weft__spinlock inject_lock;    /* dequeuers' mutual exclusion        */
+
+    /* Parking (pool.c): the no-lost-wakeup protocol is at its top. */
+    _Atomic uint32_t nspinning;
+    _Atomic uint32_t nidle;
+    weft__spinlock idle_lock;
+    struct weft__worker *idle_list;
+
+    /* Drain: tasks that got this pool as home on no worker of it. */
+    _Atomic int64_t arrived_outside;
+    _Atomic int64_t left_outside;
+    _Atomic uint32_t shutdown;     /* destroy began: outside spawns refused */
+    _Atomic uint32_t stop;         /* drained: workers exit                 */
+    _Atomic uint32_t destroying;
+    struct weft__parker *destroyer;
+    /* Threads outside the pool between queueing a task on it and their
+     * last touch of the pool (the wake): destroy waits for them before it
+     * frees the pool, since the task they queued may end, and the pool
+     * drain, before they are done. */
+    _Atomic uint32_t outside_submitters;
+
+    /* Socket I/O: NULL until a task first waits on an fd (sched/poller.h).
+     * Set once; acquire on load pairs with the attaching CAS. */
+    _Atomic(struct weft__poller *) poller;
+};
+
+/* The worker running on this thread, or NULL.  Read afresh. */
+static inline struct weft__worker *weft__worker_current(void)
+{
+    return weft__sched_fresh()->worker;
+}
+
+/*
+ * weft__pool_submit - queue t (SCHEDULED, holding its queue reference) on
+ * pool: on the calling worker's own queue if it is one of pool's, else on
+ * the global queue; then wake a worker if none is searching.
+ */
+void weft__pool_submit(weft_pool *pool, struct weft_task *t);
+
+/* Queue a task woken by the running one: into the calling worker's LIFO
+ * slot if it is one of pool's, else as weft__pool_submit. */
+void weft__pool_submit_woken(weft_pool *pool, struct weft_task *t);
+
+/* Queue t behind everything already queued on pool (the global queue):
+ * for a yield, which the local deque (LIFO) would run again at once. */
+void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
+
+/* On a worker of t's pool: queue a task that yields, behind what is queued
+ * here (see pool.c). */
+void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
+/* For a yield on worker w: the yielded task that the scheduler loop would
+ * run next, claimed (RUNNING), when nothing else would come first; NULL
+ * when the loop must decide (other work, idle workers, a fairness tick)
+ * or when w's FIFO is empty (*alone is then set: nothing else waits here,
+ * the yield can return at once). */
+struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
+
+/* Something changed that a sleeping worker must see (an earlier timer, an
+ * fd the poller should watch): make sure some worker is awake to notice
+ * (wakes an idle one unless one is searching). */
+void weft__pool_kick(weft_pool *pool);
+
+/*
+ * weft__pool_timer_add - arm tm for a task of pool: on the calling
+ * worker's timers (or the first worker's, from a thread outside the pool),
+ * waking an idle worker to shorten its sleep when tm is now the pool's
+ * earliest.  Stores the heap it went on in *where (for the disarm).
+ * Returns 0, or -ENOMEM (nothing armed).
+ */
+int weft__pool_timer_add(weft_pool *pool, struct weft__timer *tm,
+                         struct weft__timers **where);
+
+/* Count a task arriving at (getting home) / leaving pool, on the calling
+ * thread (the drain accounting of shutdown, pool.c).  An arrival from
+ * outside the pool fails with -ESHUTDOWN once destroy began; one from the
+ * pool's own workers (its tasks spawning more) never does. */
+int weft__pool_arrive(weft_pool *pool);
+void weft__pool_leave(weft_pool *pool);
+
+/*
+ * weft__pool_poller - the pool's poller, or NULL.  weft__pool_attach_poller
+ * - make p the pool's poller if it has none yet; returns the pool's poller
+ * afterwards (p, or the one another thread attached first: then the caller
+ * frees p).  The pool frees its poller (ops->fini) when it is destroyed.
+ */
+static inline struct weft__poller *weft__pool_poller(weft_pool *pool)
+{
+    return atomic_load_explicit(&pool->poller, memory_order_acquire);
+}
+struct weft__poller *weft__pool_attach_poller(weft_pool *pool,
+                                              struct weft__poller *p);
+
+#endif /* WEFT_SCHED_WORKER_H */
