@@ -110,9 +110,9 @@ static double cpu_seconds(const struct timeval *tv)
     return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
-static int run_echo(const char *server, const char *bench_dir,
-                    const bench_params *p, bench_sample *out, char *why,
-                    size_t whylen)
+int bench_echo_run(const char *server, const char *bench_dir,
+                   const bench_params *p, bench_sample *out, char *why,
+                   size_t whylen)
 {
     char t_arg[16], line[256], report[512];
     char *argv[] = { (char *)server, "0", t_arg, NULL };
@@ -168,14 +168,14 @@ static int run_echo(const char *server, const char *bench_dir,
     return 0;
 }
 
-static uint64_t echo_expect(const bench_params *p)
+uint64_t bench_echo_expect(const bench_params *p)
 {
     return p->n * p->n;
 }
 
 static const char *const echo_peers[] = { "go", NULL };
 
-static const bench_extra echo_extra[] = {
+const bench_extra bench_echo_extra[] = {
     { "p50", "us" },
     { "p99", "us" },
     { "cpu", "us/msg" },
@@ -191,10 +191,10 @@ const bench_workload bench_wl_echo = {
     .quick_n = 10,
     .pooled = true,
     .run_weft = NULL,
-    .expect = echo_expect,
+    .expect = bench_echo_expect,
     .peers = echo_peers,
     .higher_is_better = true,
-    .extra = echo_extra,
-    .run_server = run_echo,
+    .extra = bench_echo_extra,
+    .run_server = bench_echo_run,
     .weft_server = "echo/weft-echo-server",
 };

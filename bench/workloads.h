@@ -106,6 +106,16 @@ extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
 extern const bench_workload bench_wl_echo;
+extern const bench_workload bench_wl_echo_borrowed;
+
+/* The echo workloads' shared parts (wl_echo.c): one measurement of a
+ * server program, its check value, its extra figures. */
+struct bench_sample;
+int bench_echo_run(const char *server, const char *bench_dir,
+                   const bench_params *p, bench_sample *out, char *why,
+                   size_t whylen);
+uint64_t bench_echo_expect(const bench_params *p);
+extern const bench_extra bench_echo_extra[];
 
 /* Every workload, in --list and default run order. */
 extern const bench_workload *const bench_workloads[];

@@ -20,6 +20,12 @@
  * cancels the accept task: its weft_accept returns -ECANCELED.  Main counts
  * what is still running (the accept task and each connection) and waits
  * on an event set when the count reaches zero.
+ *
+ * The connections' fds come from weft_accept, so they are owned by weft
+ * (weft/io.h): the fast path.  With ECHO_FDS=borrowed in the environment
+ * the server accepts with accept4(2) itself, as code that hands weft
+ * sockets it did not make would, so every connection is a borrowed fd:
+ * the bench measures the two side by side (echo, echo-borrowed).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POSIX sockets and signals beside C11 */
@@ -32,6 +38,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +57,7 @@ static weft_task *acceptor;
  * out sets `drained`. */
 static atomic_long running = 1;
 static weft_event drained;
+static bool borrowed; /* ECHO_FDS=borrowed: see the top */
 
 static void leave(void)
 {
@@ -68,7 +76,11 @@ static void *connection(void *arg)
         if (weft_write(fd, buf, (size_t)n) != n)
             break;
     }
-    weft_close(fd); /* weft_accept's fds are weft's: weft_close, not close */
+    /* weft_accept's fds are weft's: weft_close, not close(2). */
+    if (borrowed)
+        close(fd);
+    else
+        weft_close(fd);
     leave();
     return NULL;
 }
@@ -77,7 +89,17 @@ static void *accept_loop(void *arg)
 {
     (void)arg;
     for (;;) {
-        int fd = weft_accept(listener, NULL, NULL);
+        int fd;
+        if (!borrowed) {
+            fd = weft_accept(listener, NULL, NULL);
+        } else {
+            int ready = weft_wait_fd(listener, WEFT_IN);
+            fd = ready < 0 ? ready : accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+            if (fd == -1)
+                fd = -errno;
+            if (fd == -EAGAIN) /* the readiness was for a connection gone */
+                continue;
+        }
         if (fd == -ECANCELED) /* shutting down */
             break;
         if (fd < 0) {
@@ -94,7 +116,10 @@ static void *accept_loop(void *arg)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         atomic_fetch_add(&running, 1);
         if (weft_spawn(NULL, pool, connection, (void *)(intptr_t)fd, NULL) != 0) {
-            weft_close(fd);
+            if (borrowed)
+                close(fd);
+            else
+                weft_close(fd);
             leave();
         }
     }
@@ -155,6 +180,8 @@ int main(int argc, char **argv)
     }
     unsigned port = number(argv[1], 65535, "port");
     unsigned threads = argc > 2 ? number(argv[2], 1024, "thread count") : 0;
+    const char *fds = getenv("ECHO_FDS");
+    borrowed = fds && strcmp(fds, "borrowed") == 0;
 
     /* One descriptor per connection: lift the soft limit (often 1024) to
      * the hard one. */

@@ -26,10 +26,10 @@
  * where that costs nothing and prints one line to stderr ("weft: fd N ...
  * was closed without weft_close"): when the kernel answers EBADF or
  * ENOTSOCK for it, when the number comes back from weft_accept or
- * weft_socket, and in a check that the netpoller makes about once a second
- * of every fd with parked waits (its registration must still be there);
- * that check also wakes the waits with -EBADF, so none stays parked on a
- * file that is gone.
+ * weft_socket, and in a check that the netpoller makes every ten seconds
+ * or so of every owned fd with parked waits (its registration must still
+ * be there); that check also wakes the waits with -EBADF, so none stays
+ * parked on a file that is gone.
  *
  * Borrowed fds are all others: a socket some library made and will close
  * itself with close(2) (a database client, an HTTP client, a resolver), a
@@ -45,10 +45,11 @@
  * (they could only block the worker); waiting on one with weft_wait_fd is
  * fine.  Likewise weft_connect needs a non-blocking borrowed socket, and
  * weft_accept a non-blocking borrowed listening socket.  Cost: one
- * epoll_ctl per wait that parks, and, while a wait stays parked, the
- * netpoller's check about once a second (which is also what ends, with
- * -EBADF, a wait whose fd is closed with close(2) or dup2(2)'d over by
- * someone else: never a hang, but up to a second late).
+ * epoll_ctl per wait that parks, and, while a wait stays parked, one in
+ * the netpoller's check about once a second (the environment variable
+ * WEFT_FD_CHECK_MS sets the period, read once).  The check is also what
+ * ends, with -EBADF, a wait whose fd is closed with close(2) or dup2(2)'d
+ * over by someone else: never a hang, but up to a period late.
  *
  * Who may call: any context.  Several tasks may wait on one fd at once (a
  * readiness change wakes them all, and each tries again).

@@ -62,7 +62,8 @@ size_t weft__stack_page_init(void);
  * plus a little room). */
 static inline size_t weft__stack_mapping_size(size_t usable)
 {
-    size_t page = weft__stack_page;
+    /* Relaxed: the page size is the same whoever stored it. */
+    size_t page = __atomic_load_n(&weft__stack_page, __ATOMIC_RELAXED);
     if (__builtin_expect(!page, 0))
         page = weft__stack_page_init();
     if (!usable)

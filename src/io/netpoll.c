@@ -41,8 +41,8 @@
  *      in epoll_wait.
  *
  * The check: while waits are parked, the holder also runs fd.c's check of
- * their registrations about once a second (a blocked poller sleeps no
- * longer than that), and of owned fds every tenth time.
+ * their registrations about once a second (WEFT_FD_CHECK_MS; a blocked
+ * poller sleeps no longer than that), and of owned fds every tenth time.
  *
  * Plain threads, standalone coroutines and tasks without a pool do not
  * come here: io.c blocks them in poll(2).
@@ -59,8 +59,25 @@
 #include <unistd.h>
 
 #define EVFD_TOKEN UINT64_MAX        /* epoll data of the eventfd          */
-#define CHECK_EVERY_NS ((uint64_t)1000000000u)
 #define OWNED_CHECK_EVERY 10
+
+/* The period of the check: WEFT_FD_CHECK_MS (1..60000, read once), else a
+ * second. */
+static uint64_t check_every_ns(void)
+{
+    static _Atomic uint64_t every;
+    uint64_t ns = atomic_load_explicit(&every, memory_order_relaxed);
+    if (!ns) {
+        const char *s = getenv("WEFT_FD_CHECK_MS");
+        char *end = NULL;
+        unsigned long ms = s ? strtoul(s, &end, 10) : 0;
+        if (!s || !*s || *end || ms < 1 || ms > 60000)
+            ms = 1000;
+        ns = (uint64_t)ms * 1000000u;
+        atomic_store_explicit(&every, ns, memory_order_relaxed);
+    }
+    return ns;
+}
 
 static bool try_take(struct weft__netpoll *np)
 {
@@ -135,7 +152,7 @@ static void check_if_due(struct weft__netpoll *np)
     uint64_t now = weft__now_ns();
     if (now < np->next_check)
         return;
-    np->next_check = now + CHECK_EVERY_NS;
+    np->next_check = now + check_every_ns();
     weft__fd_check(np, ++np->checks % OWNED_CHECK_EVERY == 0);
 }
 
@@ -222,7 +239,7 @@ static int netpoll_new(weft_pool *pool, struct weft__netpoll **out)
     atomic_init(&np->polling, 0);
     atomic_init(&np->missed, 0);
     atomic_init(&np->nwaiters, 0);
-    np->next_check = weft__now_ns() + CHECK_EVERY_NS;
+    np->next_check = weft__now_ns() + check_every_ns();
     np->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (np->epfd < 0) {
         int err = -errno;
