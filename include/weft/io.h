@@ -92,8 +92,8 @@ WEFT_API int weft_fd_adopt(int fd);
 /*
  * weft_close - close fd, owned or borrowed: wake every task waiting on fd
  * in these calls (they return -EBADF), forget what weft knows about fd,
- * and close(2) it.  Returns 0 or close(2)'s error (-EBADF, -EIO...); the
- * number is released either way.  A call that starts on fd after
+ * and close(2) it.  Returns 0, -EBADF (fd not open), or another of
+ * close(2)'s errors (EIO...); the number is released either way.  A call that starts on fd after
  * weft_close began is a use after close, as with close(2).
  */
 WEFT_API int weft_close(int fd);
@@ -116,7 +116,7 @@ WEFT_API int weft_wait_fd_for(int fd, unsigned events, uint64_t timeout_ns);
 /*
  * weft_read - read up to len bytes, waiting until some are available.
  * Returns the count (0 at end of file), or -errno: read(2)'s errors
- * (-ECONNRESET...; never -EAGAIN), -EBADF (also: closed while waiting),
+ * (-ECONNRESET...; never EAGAIN), -EBADF (also: closed while waiting),
  * -EINVAL (a blocking borrowed fd that is not a socket), -ECANCELED,
  * -ENOMEM.
  */
@@ -148,9 +148,9 @@ WEFT_API ssize_t weft_write_for(int fd, const void *buf, size_t len,
  * one.  addr and len are as for accept(2) (both may be NULL).  Returns the
  * new connected fd, owned by weft (see the top), non-blocking and
  * close-on-exec, or -errno: accept(2)'s errors (aborted connections are
- * skipped, not reported; -EMFILE and -ENFILE when the process or the
- * system is out of fds), -EINVAL (lfd is borrowed and blocking, or not a
- * listening socket), -ECANCELED, -ENOMEM.
+ * skipped, not reported; -EMFILE when the process is out of fds, ENFILE
+ * when the system is), -EBADF (lfd not open), -EINVAL (lfd is borrowed
+ * and blocking, or not a listening socket), -ECANCELED, -ENOMEM.
  */
 WEFT_API int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len);
 
@@ -162,9 +162,9 @@ WEFT_API int weft_accept_for(int lfd, struct sockaddr *addr, socklen_t *len,
 /*
  * weft_connect - connect socket fd to addr, waiting for the handshake.
  * Returns 0, or -errno: connect(2)'s errors (-ECONNREFUSED...; the
- * asynchronous outcome is read from SO_ERROR), -EINVAL (fd is borrowed and
- * blocking: make it with weft_socket, adopt it, or set O_NONBLOCK),
- * -ECANCELED, -ENOMEM.
+ * asynchronous outcome is read from SO_ERROR), -EBADF (fd not open),
+ * -EINVAL (fd is borrowed and blocking: make it with weft_socket, adopt
+ * it, or set O_NONBLOCK), -ECANCELED, -ENOMEM.
  */
 WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t len);
 

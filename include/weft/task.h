@@ -80,7 +80,10 @@ WEFT_API int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
 WEFT_API int weft_await(weft_task *t, void **result);
 
 /* weft_await_for - as weft_await, waiting at most timeout_ns; also
- * -ETIMEDOUT (t is not consumed: it runs on, and may be awaited again). */
+ * -ETIMEDOUT (t is not consumed: it runs on, and may be awaited again).
+ * It never runs a spawned t's body inline (a worker runs it), since
+ * nothing could end that at the deadline; a lazy t starts as with
+ * weft_await (timeout 0: it does not start). */
 WEFT_API int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns);
 
 /*

@@ -35,6 +35,11 @@ int weft__fault_hit(const char *file, int line, const char *func,
 /* For the tests.  Arm call number k (from 1; 0 disarms) and restart the
  * count; WEFT_FAULT_AT=k in the environment arms it at start-up. */
 void weft__fault_arm(unsigned long k);
+/* While on, every counted call fails (process-wide), and the object
+ * caches (base/cache.h) look empty: the state of a process out of memory,
+ * for a test that checks a call's -ENOMEM. */
+void weft__fault_fail_all(bool on);
+bool weft__fault_failing_all(void);
 /* Calls counted so far, and whether the armed one has failed. */
 unsigned long weft__fault_calls(void);
 bool weft__fault_fired(void);

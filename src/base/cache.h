@@ -36,6 +36,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/alloc.h"
+
 struct weft__cache_node {
     struct weft__cache_node *next;
     size_t key;
@@ -84,6 +86,10 @@ void weft__cache_put_slow(struct weft__cache *c, struct weft__cache_local *l);
 static inline struct weft__cache_node *
 weft__cache_get(struct weft__cache *c, struct weft__cache_local *l, size_t key)
 {
+#ifdef WEFT_FAULT_INJECTION
+    if (weft__fault_failing_all())
+        return NULL; /* out of memory: nothing cached either */
+#endif
     struct weft__cache_node *n = l->head;
     if (__builtin_expect(n != NULL && n->key == key, 1)) {
         l->head = n->next;

@@ -1,6 +1,6 @@
 /*
- * fault.c — the counter behind fault.h's wrappers; built only with
- * -Dfault_injection=true.
+ * base/fault.c — the counter behind base/alloc.h's wrappers; built only
+ * with -Dfault_injection=true.
  *
  * Calls are numbered in the order they reach the counter, from every thread
  * (one atomic increment), so in a multi-threaded program the number of a
@@ -14,6 +14,7 @@
 #include <string.h>
 
 static _Atomic unsigned long armed;   /* the call to fail; 0: none */
+static atomic_bool all_fail;          /* weft__fault_fail_all */
 static _Atomic unsigned long calls;
 static atomic_bool fired;
 static bool old_kernel;               /* WEFT_FAULT_OLD_KERNEL */
@@ -56,6 +57,8 @@ int weft__fault_hit(const char *file, int line, const char *func,
     if (old_kernel && strcmp(what, "madvise") == 0)
         return EINVAL;
     unsigned long n = atomic_fetch_add(&calls, 1) + 1;
+    if (atomic_load(&all_fail))
+        return ENOMEM;
     if (n != atomic_load(&armed))
         return 0;
     atomic_store(&fired, true);
@@ -69,6 +72,16 @@ void weft__fault_arm(unsigned long k)
     atomic_store(&calls, 0);
     atomic_store(&fired, false);
     atomic_store(&armed, k);
+}
+
+void weft__fault_fail_all(bool on)
+{
+    atomic_store(&all_fail, on);
+}
+
+bool weft__fault_failing_all(void)
+{
+    return atomic_load_explicit(&all_fail, memory_order_relaxed);
 }
 
 unsigned long weft__fault_calls(void)

@@ -40,8 +40,9 @@
  * and its body runs as a plain call on the awaiter's stack: no stack, no
  * switch.  The queue entry stays behind with its reference and is dropped
  * when popped.  Only when the awaiter's stack has room to spare, so deep
- * chains fall back to suspension.  Such a body cannot time out: it runs to
- * its end on the awaiter's stack before the await returns.
+ * chains fall back to suspension; not in a cancelled task (it starts no
+ * wait); and not for weft_await_for: an inline body runs to its end on the
+ * awaiter's stack, and no timeout could end it.
  */
 #include "sched/task.h"
 
@@ -240,7 +241,14 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
 
     if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
-        if (!t->lazy && try_inline(self, t)) {
+        /* A cancelled task starts no wait, and running t's body here
+         * could be one (its waits are t's, not ours, to cancel). */
+        if (atomic_load_explicit(&weft__task_body(self)->cancelled,
+                                 memory_order_relaxed))
+            return -ECANCELED;
+        /* Not for a timed await: nothing could end an inline body at the
+         * deadline. */
+        if (!t->lazy && !deadline && try_inline(self, t)) {
             consume(t, result);
             return 0;
         }

@@ -28,6 +28,7 @@
 #include <weft/chan.h>
 
 #include "base/compiler.h"
+#include "sync/objects.h"
 #include "base/alloc.h"
 #include "sync/waitq.h"
 
@@ -216,6 +217,14 @@ WEFT_EXPORT void weft_chan_close(weft_chan *ch)
             w->data = CLOSED;
     }
     weft__spin_unlock(&ch->lock);
+}
+
+size_t weft__chan_waiting(weft_chan *ch)
+{
+    weft__spin_lock(&ch->lock);
+    size_t n = ch->waiting;
+    weft__spin_unlock(&ch->lock);
+    return n;
 }
 
 WEFT_EXPORT int weft_chan_destroy(weft_chan *ch)

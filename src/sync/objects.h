@@ -79,4 +79,10 @@ static inline struct weft__event *weft__event_of(const weft_event *ev)
     return (struct weft__event *)(uintptr_t)ev;
 }
 
+/* The channel is opaque (weft/chan.h), not embedded; for the tests and the
+ * observers: how many parties wait on it, or have been woken and not yet
+ * returned (chan.c: what destroy refuses for). */
+#include <weft/chan.h>
+size_t weft__chan_waiting(weft_chan *ch);
+
 #endif /* WEFT_SYNC_OBJECTS_H */
