@@ -191,8 +191,12 @@ inline run_T() {
         d_step { TACC; w = waiter; waiter = W_DONE };   /* exchange, acq_rel */
         if
         :: w == W_A ->
-            /* at_home(A) holds: same pool.  weft__task_claim_idle(A) */
-            d_step { if :: LC(as) == LC_IDLE -> as = (as & ~3) | LC_RUN; ok = 1 :: else -> ok = 0 fi };
+            /* at_home(A) (A's home is this thread's pool; either way
+             * here) && weft__task_claim_idle(A) */
+            if
+            :: d_step { if :: LC(as) == LC_IDLE -> as = (as & ~3) | LC_RUN; ok = 1 :: else -> ok = 0 fi }
+            :: ok = 0 /* not at home: wake it instead */
+            fi;
             if
             :: ok ->
                 /* continuation chaining: switch to A, finish_action on A's
