@@ -26,9 +26,7 @@
  *               reader is done, so the other worker alone must serve the
  *               netpoller and the queues (a CPU-bound task, taken to the
  *               limit).  The passing configuration is HOG=1 WRITER=1.
- *   -DIO_LATE   (with -DIO) the reader is spawned by task 1 instead and
- *               links its wait during the run.
-
+ *
  * Model variable      C
  *   gq                 p->inject_head/tail (cds_wfcq; inject(), take_global())
  *   inject_lock        p->inject_lock (inject_take's trylock)
@@ -49,6 +47,7 @@
  *         ev_pending     the fd's edge-triggered event, queued in epoll
  *         io_data, io_seq, rec_lock, linked   the fd's data, rec->seq,
  *                        rec->lock, the reader's wait record on rec->waiters
+ *         WRITER=0       (an option) a peer outside the pool writes the fd
  *
  * Steps (each Promela statement is one atomic access of the C code, or a
  * run of accesses to data that only the holder of a lock touches):
@@ -81,15 +80,17 @@
  *                    lock rec; seq += 1; unlink the waiter (nwaiters -= 1),
  *                    decide it WOKEN, weft__task_wake_fifo =
  *                    weft__pool_submit_fifo = inject + wake_if_needed; unlock
- *        reader      s = seq; read (fails unless io_data); lock rec; if
- *                    seq moved: read again; else link (nwaiters += 1),
- *                    unlock, park (IDLE)
+ *        reader      parked with its wait linked when the run starts;
+ *                    when woken it runs once more and reads the data.
+ *                    (The waiter's side of netpoll.c, "no readiness is
+ *                    lost": the seq snapshot and re-check under rec->lock,
+ *                    is not this model's subject.)
  *
  * What is left out, and why it does not matter here: timers (no deadline:
- * park(0)), shutdown and drain, the LIFO slot and the yielded FIFO (both
- * are only ever run by their own worker or stolen late: like the ring,
- * never the only way to a task's progress), the fairness tick (an extra
- * look at the global queue).  The ring's own protocol (Chase-Lev, runq.h)
+ * park(0)), shutdown and drain, the LIFO slot and the yielded FIFO (run by
+ * their own worker, the slot also stolen in a search's last round: like
+ * the ring push, never announced by a wake), the fairness tick (an extra
+ * look at the global queue and the poller).  The ring's own protocol (Chase-Lev, runq.h)
  * is assumed linearisable: a push, pop and steal are each one step.  The
  * reader's switch-out after its link is one step with the link: a wake
  * that lands while it still runs sets NOTIFIED and its own worker requeues
@@ -156,7 +157,7 @@
  *                     makes `missed` redundant: with -DNO_MISSED, which
  *                     drops `missed = 1`, it passes too; 35.7 million
  *                     states, not in run.sh).
- */ */
+ */
 
 #define NW 2
 #define NONE 255
@@ -166,11 +167,7 @@
 #ifndef IO
 #define SPAWNER 1
 #else
-#ifdef IO_LATE
-#define SPAWNER 1
-#else
 #define SPAWNER 0
-#endif
 #ifndef HOG
 #define HOG 1
 #endif
@@ -433,9 +430,6 @@ inline poll_now() {
 }
 #endif
 
-#ifdef IO
-bit rd_linked;   /* the reader has linked its wait once: its next run reads */
-#endif
 
 inline run_task() {
     d_step { assert(tstate[t] == T_QUEUED); tstate[t] = T_RUNNING };
@@ -448,26 +442,9 @@ inline run_task() {
     fi;
 #ifdef IO
     if
-    :: t == 2 && rd_linked ->
-        assert(io_data) /* woken: the read finds the data */
-    :: t == 2 && !rd_linked ->
-        do
-        :: s = io_seq;
-           if
-           :: io_data -> break
-           :: else ->
-               atomic { rec_lock == 0 -> rec_lock = 1 };
-               if
-               :: io_seq != s -> rec_lock = 0 /* seq moved: read again */
-               :: else ->
-                   linked = 1;
-                   nwaiters++;
-                   /* unlock, switch out, park: IDLE */
-                   d_step { rec_lock = 0; tstate[2] = T_PARKED; rd_linked = 1 };
-                   break
-               fi
-           fi
-        od
+    :: t == 2 ->
+        /* the reader, woken: its read finds the data */
+        assert(io_data)
     :: else -> skip
     fi;
     if
@@ -483,10 +460,7 @@ inline run_task() {
     :: else -> skip
     fi;
 #endif
-    if
-    :: tstate[t] == T_RUNNING -> d_step { tstate[t] = T_DONE; ndone++ }
-    :: else -> skip
-    fi
+    d_step { assert(tstate[t] == T_RUNNING); tstate[t] = T_DONE; ndone++ }
 }
 
 /* weft__parker_park(&w->parker, 0): take the permit, blocking while there
@@ -639,7 +613,6 @@ proctype worker(byte me) {
     bit ok, vpoll, got, spinning, sleep, wasidle, polled, last;
 #ifdef IO
     bit kick, woke, got_ev, got_evfd;
-    byte s;
 #endif
     other = 1 - me;
 loop:
@@ -649,7 +622,7 @@ loop:
         t = NONE; v = NONE; ns = 0; ni = 0;
         ok = 0; vpoll = 0; got = 0; sleep = 0; wasidle = 0; polled = 0; last = 0;
 #ifdef IO
-        kick = 0; woke = 0; got_ev = 0; got_evfd = 0; s = 0;
+        kick = 0; woke = 0; got_ev = 0; got_evfd = 0;
 #endif
         if
         :: pend[me] != 0 -> t = pend[me]; pend[me] = 0
@@ -721,9 +694,9 @@ proctype peer() {
 
 init {
     il[0] = NONE; il[1] = NONE;
-#if defined(IO) && !defined(IO_LATE)
+#ifdef IO
     /* the reader has parked on the fd before the run starts */
-    d_step { tstate[2] = T_PARKED; linked = 1; nwaiters = 1; rd_linked = 1 };
+    d_step { tstate[2] = T_PARKED; linked = 1; nwaiters = 1 };
 #endif
     atomic {
 #if defined(IO) && WRITER == 0
