@@ -8,14 +8,15 @@
  * weft__task_park).
  *
  * Processes
- *   waiter     a task: weft__wait_init, a primitive links the record under
- *              its lock (as sem.c / the channel do), weft__wait_block (arm
+ *   waiter     a task in a primitive's wait (src/sync/waitq.h
+ *              weft__wq_wait, weft__wq_block): under the primitive's lock,
+ *              weft__wait_init and the link; unlock; weft__wait_block (arm
  *              the timer if it has a deadline; park while PENDING; remove
- *              the timer; leave), then retakes the primitive's lock and
- *              unlinks itself if still listed, and returns: the record,
- *              on its stack, is gone (w_freed).
- *   waker      the primitive's post: under the primitive's lock, unlink
- *              the listed record and weft__wait_wake it.  It may never come.
+ *              the timer; leave); retake the lock, unlink itself if still
+ *              listed; return: the record, on its stack, is gone (w_freed).
+ *   waker      the primitive's post (weft__wq_wake_one): under the
+ *              primitive's lock, unlink the listed record and
+ *              weft__wait_wake it.  It may never come.
  *   timers     a worker running the heap: under the timers' lock, take
  *              the due record out and fire it (timer_fired).  Fires only
  *              if the wait has a deadline (chosen by the waiter).
@@ -191,8 +192,10 @@ end_w:
 
 proctype waiter() {
     bit c, deadline, r, p;
-    /* weft__wait_init: the record becomes the task's current wait, unless
+    /* weft__wq_wait (src/sync/waitq.h): with the primitive's lock held,
+     * weft__wait_init makes the record the task's current wait, unless
      * the task is cancelled */
+    atomic { prim_lock == 0 -> prim_lock = 1 };
 #ifdef BROKEN_INIT_UNLOCKED
     c = cancelled;
     atomic { wl == 0 -> wl = 1; if :: !c -> cur_wait = 1 :: else -> skip fi };
@@ -201,11 +204,11 @@ proctype waiter() {
 #endif
     wl = 0;
     if
-    :: c -> d_step { refused = 1; w_freed = 1; done = 1 }; goto out /* -ECANCELED */
+    :: c -> prim_lock = 0; d_step { refused = 1; w_freed = 1; done = 1 }; goto out /* -ECANCELED */
     :: else -> skip
     fi;
-    /* the primitive links w, under its lock */
-    atomic { prim_lock == 0 -> prim_lock = 1; listed = 1 };
+    /* weft__wq_block: link w at the tail, drop the lock */
+    listed = 1;
     prim_lock = 0;
     /* weft__wait_block */
     if
@@ -250,7 +253,7 @@ end_parked: atomic { a_resume == 1 -> a_resume = 0 }
     fi;
     atomic { wl == 0 -> wl = 1; cur_wait = 0 };          /* weft__wait_leave */
     wl = 0;
-    /* the caller retakes the primitive's lock and unlinks w if listed */
+    /* weft__wq_block: retake the primitive's lock, unlink w if listed */
     atomic { prim_lock == 0 -> prim_lock = 1; listed = 0 };
     prim_lock = 0;
     d_step { assert(outcome != PENDING); w_freed = 1; done = 1 };
