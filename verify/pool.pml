@@ -155,7 +155,7 @@
  *                     hog.  FIX_POLL_RECHECK: park_worker's re-check also
  *                     counts "waits parked and nobody polls" as work (this
  *                     makes `missed` redundant: with -DNO_MISSED, which
- *                     drops `missed = 1`, it passes too; 35.7 million
+ *                     drops `missed = 1`, it passes too; 35.0 million
  *                     states, not in run.sh).
  */
 
