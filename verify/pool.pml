@@ -1,0 +1,710 @@
+/*
+ * pool.pml -- no lost wakeup between submitters and searching / parking
+ * workers (src/sched/pool.c, top comment), with the parker's kept permit
+ * (src/sched/parker.h, parker_futex.c) and, built with -DIO, the
+ * netpoller's hand-off and eventfd path (src/io/netpoll.c, top comment,
+ * steps 1-4).
+ *
+ * Processes
+ *   submitter   a thread outside the pool: submit_outside() twice
+ *               (inject(); wake_if_needed()).
+ *   worker(0/1) worker_main() -> find_work() -> park_worker(), and
+ *               weft__task_run() of what it found, inline.
+ *   drain       the store buffer of each worker's ring push (below).
+ *   check       fires only when nothing else can move (timeout).
+ *
+ * Tasks (bounded):
+ *   base        task 1 is queued from outside; its body spawns task 2 from
+ *               the worker (weft_spawn -> weft__pool_submit -> push_local;
+ *               wake_if_needed); task 3 is queued from outside; all plain.
+ *   -DIO        task 2 is a reader already parked on an fd (its wait
+ *               linked: nwaiters = 1) when the run starts; when woken it
+ *               runs again and finds the data.  Tasks 1 and 3 are queued
+ *               from outside.  Task WRITER (default 3) makes the fd
+ *               readable (the kernel queues its edge event); task HOG
+ *               (default 1) then runs on without ever yielding until the
+ *               reader is done, so the other worker alone must serve the
+ *               netpoller and the queues (a CPU-bound task, taken to the
+ *               limit).  The passing configuration is HOG=1 WRITER=1.
+ *
+ * Model variable      C
+ *   gq                 p->inject_head/tail (cds_wfcq; inject(), take_global())
+ *   inject_lock        p->inject_lock (inject_take's trylock)
+ *   lq[w]              w->q as thieves see it (weft__runq_*; one slot is
+ *                      enough: only task 2 is ever pushed locally)
+ *   pend[w]            w's push to its own ring that other threads do not
+ *                      see yet (see "memory order")
+ *   nspinning, nidle   p->nspinning, p->nidle
+ *   idle_lock, il[],   p->idle_lock, p->idle_list (il[0] is the head),
+ *   iln                its length
+ *   idle[w], in_poll[w]  w->idle, w->in_poll (written under idle_lock)
+ *   spinning (local)   w->spinning
+ *   permit[w]          w->parker.permit (PERMIT = 1; EMPTY/SLEEPING = 0:
+ *                      the futex wait is the blocking guard on permit)
+ *   -DIO: polling, missed, nwaiters  np->polling, np->missed, np->nwaiters
+ *         evcount        the eventfd's counter (weft__netpoll_wake writes 1,
+ *                        dispatch's read takes all)
+ *         ev_pending     the fd's edge-triggered event, queued in epoll
+ *         io_data, io_seq, rec_lock, linked   the fd's data, rec->seq,
+ *                        rec->lock, the reader's wait record on rec->waiters
+ *         WRITER=0       (an option) a peer outside the pool writes the fd
+ *
+ * Steps (each Promela statement is one atomic access of the C code, or a
+ * run of accesses to data that only the holder of a lock touches):
+ *   wake_if_needed   load nspinning; load nidle; wakep()
+ *   wakep            CAS nspinning 0->1; lock idle_lock, unlink a worker
+ *                    (not the poller's if another sleeps); nidle -= 1;
+ *                    unlock; unpark, or evcount += 1 if it was in_poll;
+ *                    with nobody idle: nspinning -= 1
+ *   find_work        pop_local; take_global; (-DIO) netpoll_poll_now;
+ *                    the spinning decision (2*nspinning < nworkers - nidle);
+ *                    steal_work (one round: steal from the other's ring,
+ *                    then take_global: more rounds only add failed
+ *                    attempts, which change nothing); park_worker
+ *   found_work       if spinning: nspinning -= 1; the last one calls
+ *                    wake_if_needed
+ *   park_worker      lock; join idle list; (-DIO) in_poll =
+ *                    weft__netpoll_take; nidle += 1; unlock; if spinning:
+ *                    nspinning -= 1; sleep = !any_work (global queue, then
+ *                    each ring); park or netpoll_block; lock; polled =
+ *                    in_poll; leave the list if still on it (nidle -= 1,
+ *                    and spinning again if it did not sleep), else it was
+ *                    woken as a searcher; unlock; (-DIO) netpoll_finish
+ *   parker           weft__parker_park = take the permit, blocking while
+ *                    there is none; weft__parker_unpark = make it 1.
+ *   -DIO netpoll_take  nwaiters != 0; CAS polling 0->1; else missed = 1
+ *                    and CAS once more
+ *        give_up     polling = 0; load missed; exchange missed -> 0;
+ *                    weft__pool_kick = wakep
+ *        dispatch    read the eventfd (evcount = 0); for the fd event:
+ *                    lock rec; seq += 1; unlink the waiter (nwaiters -= 1),
+ *                    decide it WOKEN, weft__task_wake_fifo =
+ *                    weft__pool_submit_fifo = inject + wake_if_needed; unlock
+ *        reader      parked with its wait linked when the run starts;
+ *                    when woken it runs once more and reads the data.
+ *                    (The waiter's side of netpoll.c, "no readiness is
+ *                    lost": the seq snapshot and re-check under rec->lock,
+ *                    is not this model's subject.)
+ *
+ * What is left out, and why it does not matter here: timers (no deadline:
+ * park(0)), shutdown and drain, the LIFO slot and the yielded FIFO (run by
+ * their own worker, the slot also stolen in a search's last round: like
+ * the ring push, never announced by a wake), the fairness tick (an extra
+ * look at the global queue and the poller).  The ring's own protocol (Chase-Lev, runq.h)
+ * is assumed linearisable: a push, pop and steal are each one step.  The
+ * reader's switch-out after its link is one step with the link: a wake
+ * that lands while it still runs sets NOTIFIED and its own worker requeues
+ * it and runs it (that hand-off is task.pml's subject).  The fd is taken
+ * as registered from the start (a registration reports the data already
+ * there, so a later one is the same as an early one).
+ *
+ * Memory order.  Every access that the proof rests on is seq_cst or a
+ * locked RMW: the push to the global queue is cds_wfcq's xchg (liburcu:
+ * a full barrier), the loads in wake_if_needed are seq_cst, nspinning and
+ * nidle change by seq_cst RMWs, the netpoller's polling/missed/nwaiters
+ * accesses are seq_cst, and the rest is under idle_lock or rec->lock.  So
+ * interleavings under sequential consistency cover those, with one
+ * exception and one assumption:
+ *   - the exception: a worker's push to its own ring has no StoreLoad
+ *     barrier before wake_if_needed's loads (pool.c: "Go makes the same
+ *     trade").  The model gives each worker a store buffer for it: the
+ *     push sits in pend[w], visible to w's own pops (store forwarding)
+ *     and to nobody else, until the drain process moves it to lq[w] at
+ *     any later moment.  So a searcher may miss it and park; the pushing
+ *     worker must then run it itself.
+ *   - the assumption: the re-check in park_worker (any_work) uses relaxed
+ *     loads after the seq_cst RMW on nspinning (or nidle); the proof takes
+ *     that RMW as a full barrier.  True on x86 (a locked instruction);
+ *     not promised by C11, and not given by AArch64's exclusive pair
+ *     (ldaxr/stlxr: a later plain load may be satisfied before the
+ *     store-exclusive is visible).  The twin BROKEN_RMW_NOT_FENCE models
+ *     that reordering (the re-check's loads performed right after the lock
+ *     is taken, before both RMWs) and Spin finds the lost wakeup: the C
+ *     code needs atomic_thread_fence(memory_order_seq_cst) before
+ *     any_work (or seq_cst loads in it) to be correct by C11.
+ *
+ * Assertions
+ *   - every task is queued only when not queued or running, and runs only
+ *     from queued (no task run twice, none queued twice);
+ *   - when no process can move (timeout), every task has ended: no worker
+ *     is parked, on its futex or in epoll_wait, with work left queued or
+ *     an I/O wait left unserved.  (A worker blocked anywhere but in its
+ *     park is an invalid end state.)
+ *
+ * Broken twins (spin -DBROKEN_...):
+ *   NO_RECHECK        park_worker sleeps without any_work after
+ *                     nspinning -= 1.
+ *   READ_BEFORE_PUSH  submit_outside reads nspinning/nidle before the push.
+ *   LOST_UNPARK       the parker drops an unpark that comes before the park.
+ *   RMW_NOT_FENCE     see "memory order" above.
+ *   EVFD_LOST (-DIO)  the eventfd keeps no count: a write that comes before
+ *                     epoll_wait is lost.
+ *
+ * Findings: configurations in which the C code as it is FAILS (verify/
+ * README.md has the traces), and the changes that the model shows fix
+ * them (spin -DFIX_...):
+ *   -DIO -DHOG=1 -DWRITER=3   wakep's transient count: a wakep that finds
+ *                     the idle list empty holds nspinning = 1 until after
+ *                     it unlocks; a worker that joins the list meanwhile
+ *                     and a submitter that reads that 1 both leave the
+ *                     task to a searcher that does not exist.
+ *                     FIX_WAKEP: give the count back under idle_lock.
+ *   -DIO -DHOG=3 -DWRITER=3 -DFIX_WAKEP   the `missed` kick is a wakep,
+ *                     which does nothing while anyone is counted spinning,
+ *                     the sleeper-to-be included; the kicker then runs the
+ *                     hog.  FIX_POLL_RECHECK: park_worker's re-check also
+ *                     counts "waits parked and nobody polls" as work (this
+ *                     makes `missed` redundant: with -DNO_MISSED, which
+ *                     drops `missed = 1`, it passes too; 35.0 million
+ *                     states, not in run.sh).
+ */
+
+#define NW 2
+#define NONE 255
+#define NTASK 3
+
+/* Task roles (0: none).  Base: task 1 spawns task 2 on its worker's ring. */
+#ifndef IO
+#define SPAWNER 1
+#else
+#define SPAWNER 0
+#ifndef HOG
+#define HOG 1
+#endif
+#ifndef WRITER
+#define WRITER 3
+#endif
+#endif
+
+/* task bookkeeping */
+#define T_NEW 0
+#define T_QUEUED 1
+#define T_RUNNING 2
+#define T_PARKED 3
+#define T_DONE 4
+
+byte tstate[NTASK + 1];
+byte ndone;
+
+chan gq = [NTASK] of { byte };
+bit inject_lock;
+byte lq[NW];
+byte pend[NW];
+
+byte nspinning;
+byte nidle;
+bit idle_lock;
+byte il[NW];
+byte iln;
+bool idle[NW];
+bool in_poll[NW];
+bit permit[NW];
+#ifdef BROKEN_LOST_UNPARK
+bool sleeping[NW];
+#endif
+
+#ifdef IO
+byte nwaiters;
+bit polling;
+bit missed;
+byte evcount;
+bit ev_pending;
+bit io_data;
+byte io_seq;
+bit rec_lock;
+bit linked;
+#ifdef BROKEN_EVFD_LOST
+bool in_epoll[NW];
+#endif
+#endif
+
+/* A task enters a queue: it must be new or parked (IDLE) or running (a
+ * requeue by its own runner: not modelled). */
+#define QUEUE(t) assert(tstate[t] == T_NEW || tstate[t] == T_PARKED); tstate[t] = T_QUEUED
+
+inline inject(t) {
+    d_step { QUEUE(t); gq!t }
+}
+
+inline unpark(v) {
+#ifdef BROKEN_LOST_UNPARK
+    /* Wakes the owner only if it already sleeps. */
+    d_step { if :: sleeping[v] -> permit[v] = 1 :: else -> skip fi }
+#else
+    permit[v] = 1
+#endif
+}
+
+inline netpoll_wake(v) {
+#ifdef BROKEN_EVFD_LOST
+    /* A signal that counts nothing: lost unless the poller already waits. */
+    d_step { if :: in_epoll[v] -> evcount = 1 :: else -> skip fi }
+#else
+    evcount = evcount + 1
+#endif
+}
+
+/* wakep: uses the caller's ok, v, vpoll */
+inline wakep() {
+    d_step { if :: nspinning == 0 -> nspinning = 1; ok = 1 :: else -> ok = 0 fi }
+    if
+    :: ok ->
+        atomic {
+            idle_lock == 0 -> idle_lock = 1;
+            if
+            :: iln == 0 -> v = NONE
+            :: iln == 1 -> v = il[0]; il[0] = NONE; iln = 0
+            :: iln == 2 ->
+                /* leave the netpoller's worker if another sleeps */
+                if
+                :: in_poll[il[0]] -> v = il[1]
+                :: else -> v = il[0]; il[0] = il[1]
+                fi;
+                il[1] = NONE;
+                iln = 1
+            fi;
+            if
+            :: v != NONE -> idle[v] = 0; vpoll = in_poll[v]
+            :: else -> vpoll = 0
+            fi
+        }
+        if
+        :: v != NONE -> nidle--
+#ifdef FIX_WAKEP
+        :: else -> nspinning-- /* proposed: give the count back under the lock */
+#else
+        :: else -> skip
+#endif
+        fi;
+        idle_lock = 0;
+        if
+#ifdef FIX_WAKEP
+        :: v == NONE -> skip
+#else
+        :: v == NONE -> nspinning--
+#endif
+        :: v != NONE && vpoll ->
+#ifdef IO
+            netpoll_wake(v)
+#else
+            assert(false)
+#endif
+        :: v != NONE && !vpoll -> unpark(v)
+        fi
+    :: else -> skip
+    fi
+}
+
+inline wake_if_needed() {
+    if
+    :: nspinning == 0 ->
+        if
+        :: nidle > 0 -> wakep()
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+inline submit_outside(t) {
+#ifdef BROKEN_READ_BEFORE_PUSH
+    wake_if_needed();
+    inject(t)
+#else
+    inject(t);
+    wake_if_needed()
+#endif
+}
+
+proctype submitter() {
+    bit ok; byte v; bit vpoll;
+    submit_outside(1);
+    d_step { ok = 0; v = 0; vpoll = 0 };
+    submit_outside(3)
+}
+
+/* The store buffer of the ring pushes: some time later, the push becomes
+ * visible to thieves. */
+proctype drain() {
+end_drain:
+    do
+    :: d_step { pend[0] != 0 -> assert(lq[0] == 0); lq[0] = pend[0]; pend[0] = 0 }
+    :: d_step { pend[1] != 0 -> assert(lq[1] == 0); lq[1] = pend[1]; pend[1] = 0 }
+    od
+}
+
+/* take_global: uses the caller's t, got */
+inline take_global() {
+    if
+    :: len(gq) > 0 ->
+        /* inject_take with wait = false: trylock */
+        d_step { if :: inject_lock == 0 -> inject_lock = 1; got = 1 :: else -> got = 0 fi };
+        if
+        :: got ->
+            d_step {
+                if
+                :: len(gq) > 0 -> gq?t
+                :: else -> skip
+                fi;
+                inject_lock = 0
+            }
+        :: else -> skip /* another worker dequeues: leave it to that one */
+        fi
+    :: else -> skip
+    fi
+}
+
+#ifdef IO
+/* in park_worker, under idle_lock: in_poll[me] = weft__netpoll_take() */
+inline netpoll_take() {
+    if
+    :: nwaiters != 0 ->
+        d_step { if :: polling == 0 -> polling = 1; in_poll[me] = 1 :: else -> in_poll[me] = 0 fi };
+        if
+        :: !in_poll[me] ->
+#ifndef NO_MISSED
+            missed = 1;
+#endif
+            d_step { if :: polling == 0 -> polling = 1; in_poll[me] = 1 :: else -> skip fi }
+        :: else -> skip
+        fi
+    :: else -> in_poll[me] = 0
+    fi
+}
+
+inline give_up() {
+    polling = 0;
+    if
+    :: missed ->
+        d_step { if :: missed -> missed = 0; kick = 1 :: else -> kick = 0 fi };
+        if
+        :: kick -> wakep() /* weft__pool_kick */
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+/* dispatch the events in got_ev / got_evfd; woke = a wait was woken */
+inline dispatch() {
+    woke = 0;
+    if
+    :: got_evfd -> evcount = 0 /* read(evfd): takes the whole count */
+    :: else -> skip
+    fi;
+    if
+    :: got_ev ->
+        atomic { rec_lock == 0 -> rec_lock = 1; io_seq = io_seq + 1 }
+        if
+        :: linked ->
+            linked = 0;
+            nwaiters--;
+            /* decide_as WOKEN (nobody else decides: no timer, no cancel),
+             * weft__task_wake_fifo: IDLE -> SCHEDULED, submit_fifo */
+            inject(2);
+            wake_if_needed();
+            woke = 1
+        :: else -> skip
+        fi;
+        rec_lock = 0
+    :: else -> skip
+    fi
+}
+
+/* weft__netpoll_poll_now; woke = some wait was woken */
+inline poll_now() {
+    woke = 0;
+    if
+    :: nwaiters != 0 && polling == 0 ->
+        d_step { if :: polling == 0 -> polling = 1; got = 1 :: else -> got = 0 fi };
+        if
+        :: got ->
+            /* epoll_wait with timeout 0: what is ready now */
+            d_step { got_ev = ev_pending; ev_pending = 0; got_evfd = (evcount > 0) };
+            dispatch();
+            give_up()
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+#endif
+
+
+inline run_task() {
+    d_step { assert(tstate[t] == T_QUEUED); tstate[t] = T_RUNNING };
+    if
+    :: t == SPAWNER ->
+        /* weft_spawn(pool, ...) on a worker: push_local, wake_if_needed */
+        d_step { assert(pend[me] == 0 && lq[me] == 0); QUEUE(2); pend[me] = 2 };
+        wake_if_needed()
+    :: else -> skip
+    fi;
+#ifdef IO
+    if
+    :: t == 2 ->
+        /* the reader, woken: its read finds the data */
+        assert(io_data)
+    :: else -> skip
+    fi;
+    if
+    :: t == WRITER ->
+        /* data arrives on the fd; the kernel queues its edge event */
+        d_step { io_data = 1; ev_pending = 1 }
+    :: else -> skip
+    fi;
+    if
+    :: t == HOG ->
+        /* runs on without yielding until the reader is done */
+        tstate[2] == T_DONE
+    :: else -> skip
+    fi;
+#endif
+    d_step { assert(tstate[t] == T_RUNNING); tstate[t] = T_DONE; ndone++ }
+}
+
+/* weft__parker_park(&w->parker, 0): take the permit, blocking while there
+ * is none (macros, not inlines: the end label must sit on the blocking
+ * statement itself) */
+#ifdef BROKEN_LOST_UNPARK
+#define PARK sleeping[me] = 1; \
+end_park: atomic { permit[me] == 1 -> permit[me] = 0; sleeping[me] = 0 }
+#else
+#define PARK \
+end_park: atomic { permit[me] == 1 -> permit[me] = 0 }
+#endif
+
+#ifdef IO
+/* weft__netpoll_block: epoll_wait until the eventfd or the fd is ready */
+#ifdef BROKEN_EVFD_LOST
+#define NETPOLL_BLOCK in_epoll[me] = 1; \
+end_poll: atomic { (evcount > 0 || ev_pending) -> \
+        got_ev = ev_pending; ev_pending = 0; got_evfd = (evcount > 0); \
+        in_epoll[me] = 0 }
+#else
+#define NETPOLL_BLOCK \
+end_poll: atomic { (evcount > 0 || ev_pending) -> \
+        got_ev = ev_pending; ev_pending = 0; got_evfd = (evcount > 0) }
+#endif
+#endif
+
+/* any_work: sleep = nothing anywhere (the own ring is empty here: the
+ * worker's own pops came first and only it pushes there) */
+inline any_work() {
+    if
+    :: len(gq) > 0 -> sleep = 0
+    :: else ->
+        if
+        :: lq[other] != 0 -> sleep = 0
+#ifdef FIX_POLL_RECHECK
+        :: else ->
+            /* proposed: waits are parked and nobody holds the poller */
+            if
+            :: !in_poll[me] && nwaiters != 0 ->
+                if
+                :: polling == 0 -> sleep = 0
+                :: else -> sleep = 1
+                fi
+            :: else -> sleep = 1
+            fi
+#else
+        :: else -> sleep = 1
+#endif
+        fi
+    fi
+}
+
+inline park_worker() {
+    atomic {
+        idle_lock == 0 -> idle_lock = 1;
+        idle[me] = 1;
+        il[1] = il[0]; il[0] = me; iln++
+    };
+#ifdef BROKEN_RMW_NOT_FENCE
+    /* the re-check's relaxed loads performed before the RMWs below */
+    any_work();
+#endif
+#ifdef IO
+    netpoll_take();
+#endif
+    nidle++;
+    idle_lock = 0;
+    if
+    :: spinning -> spinning = 0; nspinning--
+    :: else -> skip
+    fi;
+#if defined(BROKEN_NO_RECHECK)
+    sleep = 1;
+#elif !defined(BROKEN_RMW_NOT_FENCE)
+    any_work();
+#endif
+    if
+    :: sleep ->
+#ifdef IO
+        if
+        :: in_poll[me] -> NETPOLL_BLOCK
+        :: else -> got_ev = 0; got_evfd = 0; PARK
+        fi
+#else
+        PARK
+#endif
+    :: else -> skip
+    fi;
+    atomic {
+        idle_lock == 0 -> idle_lock = 1;
+        polled = in_poll[me]; in_poll[me] = 0;
+        if
+        :: idle[me] ->
+            /* leave_idle_list */
+            idle[me] = 0;
+            if
+            :: il[0] == me -> il[0] = il[1]
+            :: else -> assert(iln == 2 && il[1] == me)
+            fi;
+            il[1] = NONE;
+            iln--;
+            wasidle = 1
+        :: else ->
+            /* a waker took us off the list and counted us spinning */
+            spinning = 1;
+            wasidle = 0
+        fi
+    };
+    if
+    :: wasidle ->
+        nidle--;
+        if
+        :: !sleep -> spinning = 1; nspinning++
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi;
+    idle_lock = 0;
+#ifdef IO
+    if
+    :: polled ->
+        /* weft__netpoll_finish: dispatch what epoll_wait returned, give up */
+        if
+        :: !sleep -> got_ev = 0; got_evfd = 0
+        :: else -> skip
+        fi;
+        dispatch();
+        give_up()
+    :: else -> skip
+    fi
+#endif
+}
+
+inline found_work() {
+    if
+    :: spinning ->
+        spinning = 0;
+        d_step { last = (nspinning == 1); nspinning-- };
+        if
+        :: last -> wake_if_needed()
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+proctype worker(byte me) {
+    byte t, v, other, ns, ni;
+    bit ok, vpoll, got, spinning, sleep, wasidle, polled, last;
+#ifdef IO
+    bit kick, woke, got_ev, got_evfd;
+#endif
+    other = 1 - me;
+loop:
+    /* pop_local: the newest first; our own pending push included.  (The
+     * locals are cleared here only to keep the state space small.) */
+    atomic {
+        t = NONE; v = NONE; ns = 0; ni = 0;
+        ok = 0; vpoll = 0; got = 0; sleep = 0; wasidle = 0; polled = 0; last = 0;
+#ifdef IO
+        kick = 0; woke = 0; got_ev = 0; got_evfd = 0;
+#endif
+        if
+        :: pend[me] != 0 -> t = pend[me]; pend[me] = 0
+        :: pend[me] == 0 && lq[me] != 0 -> t = lq[me]; lq[me] = 0
+        :: else -> skip
+        fi
+    };
+    if
+    :: t == NONE -> take_global()
+    :: else -> skip
+    fi;
+    if
+    :: t != NONE -> goto found
+    :: else -> skip
+    fi;
+#ifdef IO
+    poll_now();
+    if
+    :: woke -> goto loop /* woken I/O waits are queued here */
+    :: else -> skip
+    fi;
+#endif
+    /* search, with at most half of the busy workers searching */
+    if
+    :: !spinning ->
+        ns = nspinning;
+        ni = nidle;
+        if
+        :: 2 * ns < NW - ni -> spinning = 1; nspinning++
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi;
+    if
+    :: spinning ->
+        /* steal_work, one round */
+        d_step { if :: lq[other] != 0 -> t = lq[other]; lq[other] = 0 :: else -> skip fi };
+        if
+        :: t == NONE -> take_global()
+        :: else -> skip
+        fi;
+        if
+        :: t != NONE -> goto found
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi;
+    park_worker();
+    goto loop;
+found:
+    found_work();
+    run_task();
+    goto loop
+}
+
+active proctype check() {
+    timeout ->
+    assert(ndone == NTASK && len(gq) == 0 && lq[0] == 0 && lq[1] == 0 &&
+           pend[0] == 0 && pend[1] == 0)
+}
+
+#ifdef IO
+#if WRITER == 0
+proctype peer() {
+    d_step { io_data = 1; ev_pending = 1 }
+}
+#endif
+#endif
+
+init {
+    il[0] = NONE; il[1] = NONE;
+#ifdef IO
+    /* the reader has parked on the fd before the run starts */
+    d_step { tstate[2] = T_PARKED; linked = 1; nwaiters = 1 };
+#endif
+    atomic {
+#if defined(IO) && WRITER == 0
+        run peer();
+#endif
+        run worker(0);
+        run worker(1);
+        run drain();
+        run submitter()
+    }
+}
