@@ -9,9 +9,12 @@
    connection, and exit 0 once that connection closes.
 
 Every wait is bounded (10 s, the load 120 s); the first failure ends the
-test with exit status 1.
+test with exit status 1.  In a cross build both programs run through the
+exe wrapper that meson test names in MESON_EXE_WRAPPER (qemu-aarch64).
 """
+import os
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -43,7 +46,8 @@ def main():
     if len(sys.argv) != 3:
         fail("usage: check_echo.py SERVER LOADGEN")
     server, loadgen = sys.argv[1], sys.argv[2]
-    srv = subprocess.Popen([server, "0", "2"], stdout=subprocess.PIPE)
+    wrap = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
+    srv = subprocess.Popen(wrap + [server, "0", "2"], stdout=subprocess.PIPE)
     try:
         ready, _, _ = select.select([srv.stdout], [], [], LIMIT)
         line = srv.stdout.readline().decode() if ready else ""
@@ -51,7 +55,8 @@ def main():
             fail("no 'listening on PORT' line: %r" % line)
         port = int(line.split()[2])
 
-        r = subprocess.run([loadgen, "127.0.0.1", str(port), "50", "200", "2"],
+        r = subprocess.run(wrap + [loadgen, "127.0.0.1", str(port), "50",
+                                   "200", "2"],
                            stdout=subprocess.PIPE, timeout=120)
         out = r.stdout.decode()
         sys.stdout.write(out)

@@ -68,6 +68,128 @@ static void test_guard_fault_names_the_coroutine(void **state)
     assert_true(death_has_line(&d, guard_line));
 }
 
+/* Whether the mapping just below the one that holds `addr` is one page
+ * with no access: an mprotect guard (a MADV_GUARD_INSTALL guard is no
+ * mapping of its own). */
+static bool prot_none_page_below(const void *addr)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return false;
+    char line[512], prev_perms[8] = "";
+    unsigned long prev_lo = 0, prev_hi = 0, lo, hi;
+    bool found = false;
+    uintptr_t a = (uintptr_t)addr;
+    while (fgets(line, sizeof line, f)) {
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+            continue;
+        if (lo <= a && a < hi) {
+            found = prev_hi == lo &&
+                    prev_hi - prev_lo == (unsigned long)sysconf(_SC_PAGESIZE) &&
+                    strncmp(prev_perms, "---p", 4) == 0;
+            break;
+        }
+        prev_lo = lo;
+        prev_hi = hi;
+        memcpy(prev_perms, perms, sizeof perms);
+    }
+    fclose(f);
+    return found;
+}
+
+/* The frame address, not a local's: under ASan with
+ * detect_stack_use_after_return locals live on a heap "fake stack". */
+static void *mprotect_dive_body(void *arg)
+{
+    if (!prot_none_page_below(__builtin_frame_address(0)))
+        _exit(5);
+    death_dive(0);
+    return arg;
+}
+
+/* WEFT_STACK_GUARD=mprotect: the guard of a kernel without
+ * MADV_GUARD_INSTALL, or of one that only says it installed it, as
+ * qemu-user does (docs/testing.md), is a PROT_NONE mapping below the
+ * stack, and an overflow into it is named the same way. */
+static void mprotect_overflow_child(void)
+{
+    setenv("WEFT_STACK_GUARD", "mprotect", 1);
+    run_diver(mprotect_dive_body);
+}
+
+static void test_mprotect_guard_fault_names_the_coroutine(void **state)
+{
+    (void)state;
+    struct death d;
+    death_run(mprotect_overflow_child, &d);
+    death_assert_signal(&d, SIGABRT);
+    assert_true(death_has_line(&d, guard_line));
+}
+
+/* Whether madvise(MADV_GUARD_INSTALL) really guards a page here, found
+ * out the way a program would: a read of the page under a SIGSEGV handler.
+ * (The library checks otherwise, without a handler: src/ctx/stack.c.) */
+static sigjmp_buf probe_jmp;
+
+static void probe_fault(int sig)
+{
+    (void)sig;
+    siglongjmp(probe_jmp, 1);
+}
+
+static bool madvise_guard_works(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        _exit(2);
+    bool works = false;
+    if (madvise(p, (size_t)page, 102 /* MADV_GUARD_INSTALL */) == 0) {
+        struct sigaction sa = {.sa_handler = probe_fault}, old;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, &old);
+        if (sigsetjmp(probe_jmp, 1) == 0)
+            (void)*(volatile char *)p;
+        else
+            works = true;
+        sigaction(SIGSEGV, &old, NULL);
+    }
+    munmap(p, (size_t)page);
+    return works;
+}
+
+static bool guard_is_a_mapping;
+
+static void *look_below_body(void *arg)
+{
+    guard_is_a_mapping = prot_none_page_below(__builtin_frame_address(0));
+    return arg;
+}
+
+/* weft guards with MADV_GUARD_INSTALL where it works and with mprotect
+ * where it does not: where the kernel lacks it (EINVAL) and where it is
+ * answered with success but installs nothing (qemu-user). */
+static void guard_kind_child(void)
+{
+    bool madvise_works = madvise_guard_works();
+    run_diver(look_below_body);
+    if (madvise_works && guard_is_a_mapping)
+        _exit(6); /* fell back to mprotect for nothing */
+    if (!madvise_works && !guard_is_a_mapping)
+        _exit(7); /* no mprotect guard where it was needed */
+    _exit(0);
+}
+
+static void test_guard_kind_matches_the_system(void **state)
+{
+    (void)state;
+    struct death d;
+    death_run(guard_kind_child, &d);
+    death_assert_exit(&d, 0);
+}
+
 static void *thread_main(void *arg)
 {
     run_diver(dive_body);
@@ -375,6 +497,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard_fault_names_the_coroutine),
+        cmocka_unit_test(test_mprotect_guard_fault_names_the_coroutine),
+        cmocka_unit_test(test_guard_kind_matches_the_system),
         cmocka_unit_test(test_guard_fault_on_another_thread),
         cmocka_unit_test(test_app_altstack_is_kept),
         cmocka_unit_test(test_guard_fault_on_app_altstack),

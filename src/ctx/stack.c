@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,14 +39,15 @@
 #endif
 
 enum guard_mode {
+    GUARD_MADVISE_UNCHECKED, /* MADV_GUARD_INSTALL, not yet seen to work */
     GUARD_MADVISE, /* MADV_GUARD_INSTALL: no VMA cost                  */
     GUARD_MPROTECT,/* PROT_NONE page: one more VMA per stack           */
     GUARD_CANARY,  /* no guard left to install: canary checks only     */
 };
 
-/* Downgraded once, never upgraded: relaxed is enough, each stack records
- * what it got. */
-static _Atomic int guard_mode = GUARD_MADVISE;
+/* Confirmed once, downgraded once, never upgraded: relaxed is enough,
+ * each stack records what it got. */
+static _Atomic int guard_mode = GUARD_MADVISE_UNCHECKED;
 
 #define CANARY_WORDS 4
 static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
@@ -109,15 +111,40 @@ static void say_unguarded_once(void)
                 "guards.\n");
 }
 
-/* For tests of the canary path: WEFT_STACK_GUARD=canary in the
- * environment (read once) makes every new stack a canary stack. */
+/* For tests of the other paths: WEFT_STACK_GUARD=mprotect or =canary in
+ * the environment (read once) gives every new stack an mprotect guard, or
+ * makes it a canary stack. */
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 
 static void read_mode(void)
 {
     const char *env = getenv("WEFT_STACK_GUARD");
-    if (env && strcmp(env, "canary") == 0)
+    if (env && strcmp(env, "mprotect") == 0)
+        atomic_store_explicit(&guard_mode, GUARD_MPROTECT,
+                              memory_order_relaxed);
+    else if (env && strcmp(env, "canary") == 0)
         atomic_store_explicit(&guard_mode, GUARD_CANARY, memory_order_relaxed);
+}
+
+/*
+ * Whether the MADV_GUARD_INSTALL guard that madvise said it put on the page
+ * at `guard` is there: the kernel, asked to read the page (write() one byte
+ * of it into a pipe), must fail with EFAULT.  qemu-user answers every
+ * madvise it does not pass on, MADV_GUARD_INSTALL included, with success
+ * and installs nothing (docs/testing.md): there the read succeeds.  A
+ * fresh stack's guard page is never written, so the byte is a zero read
+ * from an untouched page.  -1: cannot tell (no pipe to be had).
+ */
+static int guard_took(const void *guard)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    ssize_t n = write(fds[1], guard, 1);
+    int took = n < 0 && errno == EFAULT;
+    close(fds[0]);
+    close(fds[1]);
+    return n == 1 ? 0 : took ? 1 : -1;
 }
 
 /* Protect the lowest page of a fresh mapping, with the best means left. */
@@ -127,14 +154,33 @@ static void install_guard(weft__stack *s)
     pthread_once(&mode_once, read_mode);
     int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
 
-    if (mode == GUARD_MADVISE) {
-        if (weft__madvise(s->map, guard, MADV_GUARD_INSTALL) == 0)
-            return;
-        /* EINVAL: kernel older than 6.13, for good.  Anything else (no
-         * memory for page tables) fails this stack only. */
-        mode = GUARD_MPROTECT;
-        if (errno == EINVAL)
+    if (mode == GUARD_MADVISE || mode == GUARD_MADVISE_UNCHECKED) {
+        if (weft__madvise(s->map, guard, MADV_GUARD_INSTALL) == 0) {
+            if (mode == GUARD_MADVISE)
+                return;
+            /* The first guard: check it took (once; a stack made while
+             * another thread checks may check too). */
+            int took = guard_took(s->map);
+            if (took != 0) {
+                if (took > 0) {
+                    int expected = GUARD_MADVISE_UNCHECKED;
+                    atomic_compare_exchange_strong_explicit(
+                        &guard_mode, &expected, GUARD_MADVISE,
+                        memory_order_relaxed, memory_order_relaxed);
+                }
+                return;
+            }
+            /* Success that installed nothing (qemu-user): for good. */
+            mode = GUARD_MPROTECT;
             atomic_store_explicit(&guard_mode, mode, memory_order_relaxed);
+        } else {
+            /* EINVAL: kernel older than 6.13, for good.  Anything else
+             * (no memory for page tables) fails this stack only. */
+            mode = GUARD_MPROTECT;
+            if (errno == EINVAL)
+                atomic_store_explicit(&guard_mode, mode,
+                                      memory_order_relaxed);
+        }
     }
     if (mode == GUARD_MPROTECT) {
         if (weft__mprotect(s->map, guard, PROT_NONE) == 0)

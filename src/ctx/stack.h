@@ -12,7 +12,10 @@
  * (splits the mapping in two VMAs, so vm.max_map_count caps the count near
  * 32K stacks), or not at all: then a canary at the low end of the usable
  * region is checked each time a coroutine switches out (weft__stack_intact).
- * WEFT_STACK_GUARD=canary in the environment forces the last, for tests.
+ * The first MADV_GUARD_INSTALL guard is checked to have taken (stack.c,
+ * guard_took): qemu-user answers it with success and installs nothing, and
+ * then every stack gets an mprotect guard.  WEFT_STACK_GUARD=mprotect or
+ * =canary in the environment forces the second or the last, for tests.
  * An overflow into a guard is reported by the handler of overflow.h.
  *
  * Freed stacks are recycled through a small per-thread cache (LIFO, warm)

@@ -18,6 +18,7 @@ The error contract, checked three ways (meson test 'errors_documented'):
 Rows that need an allocation to fail run only in the fault-injection
 build; they are in the table, and counted here, in every build."""
 import os
+import shlex
 import subprocess
 import sys
 
@@ -29,8 +30,11 @@ def main():
     include_dir, exe, doc = sys.argv[1:4]
     own = {}
     docs = documented.documented(include_dir, own)
-    listing = subprocess.run([exe, '--list'], capture_output=True, text=True,
-                             check=True).stdout
+    # In a cross build, meson test hands over the command that runs a
+    # target program (the cross file's exe_wrapper).
+    run = shlex.split(os.environ.get('MESON_EXE_WRAPPER', '')) + [exe]
+    listing = subprocess.run(run + ['--list'], capture_output=True,
+                             text=True, check=True).stdout
     rows = {}
     for line in listing.splitlines():
         fn, code, _ = line.split('\t', 2)
@@ -57,8 +61,8 @@ def main():
     for fn in sorted(set(rows) - set(docs)):
         problems.append('%s: rows for a function no header declares' % fn)
 
-    table = subprocess.run([exe, '--table'], capture_output=True, text=True,
-                           check=True).stdout.splitlines()
+    table = subprocess.run(run + ['--table'], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
     text = open(doc).read().splitlines()
     try:
         a = next(i for i, l in enumerate(text)
