@@ -15,8 +15,13 @@
  *      `polling` and then reads `missed` (both seq_cst): either the second
  *      try finds the flag free, or the holder sees `missed` and kicks the
  *      pool (an idle worker wakes, searches, and comes back here to
- *      sleep).  So no worker stays asleep on its futex while waits are
- *      parked and nobody holds the poller.
+ *      sleep).  The kick does nothing while a worker is counted as
+ *      searching, which the worker about to sleep may still be; so that
+ *      worker's last look before it sleeps (pool.c, any_work) also counts
+ *      "waits parked, poller free" as work (np_unattended), and does not
+ *      sleep on its futex then.  So no worker stays asleep on its futex
+ *      while waits are parked and nobody holds the poller (model-checked:
+ *      verify/pool.pml, pool_io).
  *   2. A wait that makes nwaiters non-zero while every worker sleeps on its
  *      futex: if the fd is registered with the task's own pool, the worker
  *      that runs the task is awake (it goes on to the task's park) and will
@@ -198,6 +203,15 @@ static void np_finish(struct weft__poller *p)
     give_up(np);
 }
 
+static bool np_unattended(struct weft__poller *p)
+{
+    struct weft__netpoll *np = np_of(p);
+    /* seq_cst: read after the parking worker's fence, against give_up's
+     * store of polling (step 1 at the top). */
+    return wanted(np) &&
+           !atomic_load_explicit(&np->polling, memory_order_seq_cst);
+}
+
 static unsigned np_poll_now(struct weft__poller *p)
 {
     struct weft__netpoll *np = np_of(p);
@@ -225,6 +239,7 @@ static const struct weft__poller_ops netpoll_ops = {
     .block = np_block,
     .finish = np_finish,
     .wake = np_wake,
+    .unattended = np_unattended,
     .poll_now = np_poll_now,
     .fini = np_fini,
 };

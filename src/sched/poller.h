@@ -36,6 +36,8 @@ struct weft__poller_ops {
     /* Wake the worker that sleeps (or is about to sleep) in block; kept
      * until then if it is not there yet. */
     void (*wake)(struct weft__poller *p);
+    /* Whether a task waits on I/O and no worker holds the poller. */
+    bool (*unattended)(struct weft__poller *p);
     /* If a task waits on I/O and the poller is free: poll without
      * blocking and wake what is ready.  Returns how many waits it woke. */
     unsigned (*poll_now)(struct weft__poller *p);

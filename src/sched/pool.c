@@ -215,13 +215,17 @@ static void wakep(weft_pool *p)
         w->woken = true;
         in_poll = w->in_poll;
         atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+    } else {
+        /* Everyone is awake; they will find the work.  The count goes back
+         * under the lock: a worker that parks after we looked (it joins
+         * the list under the lock) must not see a searcher that is not
+         * there, nor a submitter leave its task to one (found by the Spin
+         * model, verify/pool.pml). */
+        atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
     }
     weft__spin_unlock(&p->idle_lock);
-    if (!w) {
-        /* Everyone is awake; they will find the work. */
-        atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
+    if (!w)
         return;
-    }
     if (in_poll)
         weft__pool_poller(p)->ops->wake(weft__pool_poller(p));
     else
@@ -559,9 +563,16 @@ static struct weft_task *steal_work(struct weft__worker *w)
     return NULL;
 }
 
+/* Work for a worker about to park: a queued task, a due timer, or waits
+ * parked on fds that no worker is polling (then this one must: the kick
+ * that a poller holder gives up with can find someone counted as
+ * searching, us, and do nothing; verify/pool.pml). */
 static bool any_work(weft_pool *p)
 {
     if (!inject_empty(p))
+        return true;
+    struct weft__poller *poller = weft__pool_poller(p);
+    if (poller && poller->ops->unattended(poller))
         return true;
     for (unsigned i = 0; i < p->nworkers; i++)
         if (weft__runq_len(&p->workers[i]->q) ||
@@ -637,6 +648,11 @@ static bool park_worker(struct weft__worker *w)
         w->spinning = false;
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
     }
+    /* C11 does not make a seq_cst read-modify-write order the relaxed
+     * loads after it (x86's locked instructions do; AArch64's ldaxr/stlxr
+     * do not): the StoreLoad barrier of the protocol, explicitly
+     * (verify/pool.pml, the rmw_not_fence twin). */
+    atomic_thread_fence(memory_order_seq_cst);
 
     bool sleep = !any_work(p);
     if (sleep) {

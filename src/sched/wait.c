@@ -8,8 +8,10 @@
  *     in every state the waiter can be in: IDLE (parked: it is queued),
  *     RUNNING (not yet switched out: NOTIFIED, and its park requeues it).
  *   - The waiter blocks in a loop on "outcome == PENDING", so a stray
- *     resume (none is known, but the loop costs one load) cannot end a
- *     wait early.
+ *     resume cannot end a wait early.  One can happen: an outcome decided
+ *     before the task's first park (the task still RUNNING) leaves
+ *     NOTIFIED set, and the task's next park requeues it once
+ *     (verify/wait.pml); it then loops back to sleep.
  *
  * Cancellation (weft_task_cancel, sched/task.c): sets the task's `cancelled`
  * flag, then under the task's wait_lock decides CANCELED for its current
