@@ -928,10 +928,25 @@ static void fp_ctl_set(bool on)
 #endif
 }
 
+/* Valgrind does SSE arithmetic without raising MXCSR's flags, and does not
+ * emulate DAZ: there only the computed values are checked. */
+static bool fp_emulated(void)
+{
+#ifdef WEFT_VALGRIND
+    return RUNNING_ON_VALGRIND;
+#else
+    return false;
+#endif
+}
+
 /* One side's check between two switches: exact arithmetic raises nothing,
  * 1/3 raises inexact and rounds to nearest. */
 static void fp_flags_work(double near)
 {
+    if (fp_emulated()) {
+        assert_true(third() == near);
+        return;
+    }
     volatile double two = 2.0;
     assert_int_equal(feclearexcept(FE_ALL_EXCEPT), 0);
     volatile double four = two * two;
@@ -956,6 +971,8 @@ static void *fp_flags_body(void *in)
         assert_true(third() == near);
     }
     /* Now a control bit differs as well: it is ours alone. */
+    if (fp_emulated())
+        return NULL;
     fp_ctl_set(true);
     for (int i = 0; i < 10; i++) {
         assert_int_equal(weft_coro_yield(NULL, NULL), 0);
@@ -976,15 +993,16 @@ static void test_fp_flags_are_not_control(void **state)
         volatile double inf = 1.0 / zero; /* divide-by-zero */
         (void)inf;
         assert_true(third() == near);     /* inexact */
-        assert_true(fetestexcept(FE_DIVBYZERO | FE_INEXACT) ==
-                    (FE_DIVBYZERO | FE_INEXACT));
+        assert_true(fp_emulated() ||
+                    fetestexcept(FE_DIVBYZERO | FE_INEXACT) ==
+                        (FE_DIVBYZERO | FE_INEXACT));
         assert_int_equal(weft_coro_resume(co, NULL, NULL), 0);
         assert_int_equal(fegetround(), FE_TONEAREST);
         if (i % 2)
             fp_flags_work(near);
     }
     assert_int_equal(fp_ctl_get(), 0);
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 10 && !fp_emulated(); i++) {
         assert_int_equal(weft_coro_resume(co, NULL, NULL), 0);
         assert_int_equal(fp_ctl_get(), 0); /* the coroutine's did not leak */
     }
