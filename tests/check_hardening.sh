@@ -2,7 +2,7 @@
 # check_hardening.sh READELF LIB CPU FORTIFY [CET_PROBE]
 #
 # Reads back from the built shared library the hardening that meson.build
-# asks for (README, "Building"):
+# asks for (docs/building.md, "Hardening"):
 #   - GNU_STACK is RW, not RWE: no executable stack (every .S file carries
 #     a .note.GNU-stack section, or the linker would make the stack RWE);
 #   - GNU_RELRO and BIND_NOW: full RELRO;

@@ -1,7 +1,7 @@
 /*
  * claim.h — deciding who may start a suspended coroutine (internal).
  *
- * DESIGN.md invariant 3: one owner per coroutine at a time; a second
+ * docs/design.md, "One owner": one owner per coroutine at a time; a second
  * resumer gets -EBUSY, never a double run.  A compare-exchange on the state
  * word gives that, but a locked instruction drains the store buffer, and
  * right after a context switch (which just pushed a frame) that costs as

@@ -1,20 +1,20 @@
 /*
  * coro.c — standalone stackful coroutines (Lua's model, C error codes).
  *
- * Ownership protocol (DESIGN.md invariant 3): a coroutine's state word is
- * SUSPENDED (0), RUNNING, NORMAL or DEAD.  Only a claim (claim.h: SUSPENDED
- * to RUNNING, by exactly one thread, with acquire order) lets anyone switch
- * to a coroutine, so two threads that race to resume it cannot both win:
- * the loser sees RUNNING and gets -EBUSY.  The claim pairs with the release
- * that made the coroutine SUSPENDED, which carries its saved stack pointer
- * and frame.
+ * Ownership protocol (docs/design.md, "One owner"): a coroutine's state
+ * word is SUSPENDED (0), RUNNING, NORMAL or DEAD.  Only a claim (claim.h:
+ * SUSPENDED to RUNNING, by exactly one thread, with acquire order) lets
+ * anyone switch to a coroutine, so two threads that race to resume it
+ * cannot both win: the loser sees RUNNING and gets -EBUSY.  The claim pairs
+ * with the release that made the coroutine SUSPENDED, which carries its
+ * saved stack pointer and frame.
  *
- * Publish after save (invariant 1): a coroutine that stops running becomes
- * SUSPENDED (or DEAD) only after its registers are saved and it has left its
- * stack.  weft__ctx_jump stores the SUSPENDED word itself, on the far side
- * of the save (its `publish` argument); a finishing body marks itself DEAD in
- * a post-switch action on its resumer's stack, so a destroy racing on another
- * thread never frees a stack that is still in use.
+ * Publish after save (docs/design.md): a coroutine that stops running
+ * becomes SUSPENDED (or DEAD) only after its registers are saved and it has
+ * left its stack.  weft__ctx_jump stores the SUSPENDED word itself, on the
+ * far side of the save (its `publish` argument); a finishing body marks
+ * itself DEAD in a post-switch action on its resumer's stack, so a destroy
+ * racing on another thread never frees a stack that is still in use.
  *
  * The chain: resume(co) makes the caller NORMAL and co's resumer; transfer
  * hands the resumer on; yield and return go to it.  Every coroutine on a

@@ -8,7 +8,7 @@
  * needs to build a fresh frame, and the .S files include this header so the
  * two cannot drift.
  *
- * Post-switch work (DESIGN.md invariant 1, "publish after save"): nothing may
+ * Post-switch work (docs/design.md, "Publish after save"): nothing may
  * make a context visible to another thread until its registers are saved.
  * Two hooks run on the destination side of a switch, after the save:
  *   - weft__ctx_switch's `publish` word: if not NULL, the switch stores 0 to

@@ -25,7 +25,7 @@
  * and what ASan must carry along (the fake stack, the bounds) is kept in
  * the context's record, not in the thread.
  *
- * TSan switches synchronise (flags 0), unlike DESIGN.md's suggestion of
+ * TSan switches synchronise (flags 0), not through
  * __tsan_switch_to_fiber_no_sync: a switch is a real ordering point between
  * the two contexts on one thread (the resumer writes co->resumer, then the
  * coroutine reads it), and with no_sync every such hand-off would be

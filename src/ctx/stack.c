@@ -57,7 +57,8 @@ static void release_stack(struct weft__cache_node *n);
 /* Each thread keeps a few free stacks (a fork-join tree's worth on a
  * worker); the depot keeps up to 256, enough for a burst of tasks that
  * park at once, and unmaps the rest. */
-struct weft__cache weft__stack_cache = WEFT__CACHE_INIT(16, 8, 256, release_stack);
+struct weft__cache weft__stack_cache =
+    WEFT__CACHE_INIT(16, 8, 256, release_stack);
 __thread struct weft__cache_local weft__stack_local
     __attribute__((tls_model("initial-exec")));
 

@@ -26,7 +26,7 @@
  *
  * Publish after save: a task may be linked where wakers find it *before*
  * it switches out.  A wake that lands while it is still RUNNING sets
- * NOTIFIED and the park in weft__wait_block requeues it (runtime.h), so
+ * NOTIFIED and the park in weft__wait_block requeues it (sched/task.h), so
  * nothing is lost and nothing runs twice; the waker never resumes the
  * context itself.
  *

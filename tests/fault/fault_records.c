@@ -1,6 +1,6 @@
 /*
  * fault_records.c — task records are reused across pools (suite 'fault';
- * it reads the allocation counts of fault.h).
+ * it reads the allocation counts of base/alloc.h).
  *
  * Task records are never given back to malloc: each thread keeps a cache,
  * which it must hand back to the global list when it exits.  Workers that

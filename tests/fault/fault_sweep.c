@@ -27,7 +27,7 @@
 #define MAX_FAILED 5      /* stop reporting after this many bad runs */
 #define MIN_CALLS 40
 
-/* Every kind of call fault.h wraps that the program must reach. */
+/* Every kind of call base/alloc.h wraps that the program must reach. */
 static const char *const kinds[] = {
     "malloc", "calloc", "realloc", "aligned_alloc", "mmap", "madvise",
     "mprotect", "pthread_create", "pthread_key_create", "pthread_setspecific",

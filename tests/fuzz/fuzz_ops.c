@@ -1,7 +1,7 @@
 /*
  * fuzz_ops.c — libFuzzer harness: an input is a sequence of coroutine,
  * task and event operations, each checked against a small reference model
- * of the contract (weft/coro.h, weft/task.h, weft/event.h, DESIGN.md).
+ * of the contract (weft/coro.h, weft/task.h, weft/event.h).
  *
  * An op is three bytes: code, a, b (missing bytes read as 0).  At most
  * MAX_OPS ops run per input.  Whatever context is running takes the next

@@ -76,7 +76,7 @@ static void test_null(void **state)
     WT_CLEAN();
 }
 
-/* DESIGN.md: "A bad argument is an error return, never a crash" — the
+/* weft/weft.h, "Errors": a bad argument is an error return, never a crash — the
  * void functions ignore NULL. */
 static void test_null_void_no_crash(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-/* A task declared with 64 KiB gets twice that (task.c: room for bodies
+/* A task declared with 64 KiB gets twice that (sched/task_run.c: room for bodies
  * awaited inline), and the line gives the stack it really had. */
 static const char task_line[] =
     "weft: stack overflow in coroutine 'deep' (stack 128 KiB)";

@@ -942,7 +942,7 @@ static void test_sync_wait_lazy_awaits_spawned(void **state)
     WT_CLEAN();
 }
 
-/* DESIGN.md / task.h (sync_wait): "if it suspends while belonging to no
+/* weft/task.h (sync_wait): "if it suspends while belonging to no
  * pool, it is resumed on this same thread when woken". */
 static void test_sync_wait_lazy_resumes_on_caller(void **state)
 {
