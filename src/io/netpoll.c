@@ -206,9 +206,9 @@ static void np_finish(struct weft__poller *p)
 static bool np_unattended(struct weft__poller *p)
 {
     struct weft__netpoll *np = np_of(p);
-    /* seq_cst: read after the parking worker's fence, against give_up's
-     * store of polling (step 1 at the top). */
-    return wanted(np) &&
+    /* seq_cst: part of the parking worker's last look (pool.c, any_work),
+     * against give_up's store of polling (step 1 at the top). */
+    return atomic_load_explicit(&np->nwaiters, memory_order_seq_cst) &&
            !atomic_load_explicit(&np->polling, memory_order_seq_cst);
 }
 

@@ -178,6 +178,40 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
     return true;
 }
 
+/*
+ * After an inline run: drop the stale entries at the bottom of this
+ * worker's deque.  A fork-join body spawns its children and awaits them in
+ * the order it spawned them, so each await but the last claims its child
+ * by CAS from the middle of the deque and leaves its entry behind; once
+ * the last child is awaited (popped cleanly from the bottom), its
+ * siblings' entries are the bottom of the deque, their tasks COMPLETE.
+ * Popping them here, on the owner's cheap end, keeps the deque from
+ * filling with them and spilling them to the global queue, where every
+ * worker would pay a claim that fails for each (seen: a third of a
+ * repeated skynet's time), and frees their records now instead of when
+ * some worker reaches them (seen: 230 MB of records kept alive by a
+ * million such entries).  Only COMPLETE tasks: a COMPLETE task is never
+ * queued again, so the entry is certainly stale and its reference the one
+ * to drop.  The worker is read afresh: the inline body may have parked,
+ * and its host continued on another worker.
+ */
+static void retire_stale(void)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (!w)
+        return;
+    struct weft_task *b;
+    while ((b = weft__runq_peek_bottom(&w->q)) != NULL &&
+           weft__task_lifecycle(atomic_load_explicit(
+               &b->state, memory_order_acquire)) == WEFT__T_COMPLETE) {
+        struct weft_task *t = weft__runq_pop(&w->q);
+        if (!t)
+            break; /* a thief took the last one */
+        /* Fails (COMPLETE), and drops the entry's reference. */
+        (void)weft__task_claim_queued(t);
+    }
+}
+
 /* Post-switch, on t's stack: the awaiter (in t's slot since start_lazy)
  * stops running; t runs on, so we cannot continue here. */
 static void *lazy_park_action(void *arg, void *val)
@@ -250,6 +284,7 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
          * deadline. */
         if (!t->lazy && !deadline && try_inline(self, t)) {
             consume(t, result);
+            retire_stale();
             return 0;
         }
         if (nowait)

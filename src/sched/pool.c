@@ -563,21 +563,33 @@ static struct weft_task *steal_work(struct weft__worker *w)
     return NULL;
 }
 
-/* Work for a worker about to park: a queued task, a due timer, or waits
- * parked on fds that no worker is polling (then this one must: the kick
- * that a poller holder gives up with can find someone counted as
- * searching, us, and do nothing; verify/pool.pml). */
+/*
+ * The last look of a worker about to park (see the top): a queued task, a
+ * due timer, or waits parked on fds that no worker is polling (then this
+ * one must: the kick that a poller holder gives up with can find someone
+ * counted as searching, us, and do nothing; verify/pool.pml).  Its loads
+ * are seq_cst: C11 orders a seq_cst read-modify-write (the caller's, on
+ * nidle and nspinning) before later seq_cst loads, not before relaxed
+ * ones (x86's locked instructions do order those; AArch64's ldaxr/stlxr
+ * do not): that is the protocol's StoreLoad barrier (verify/pool.pml, the
+ * rmw_not_fence twin).  On x86 they are plain loads all the same.
+ */
 static bool any_work(weft_pool *p)
 {
-    if (!inject_empty(p))
+    if (__atomic_load_n(&p->inject_tail.p, __ATOMIC_SEQ_CST) !=
+        &p->inject_head.node)
         return true;
     struct weft__poller *poller = weft__pool_poller(p);
     if (poller && poller->ops->unattended(poller))
         return true;
-    for (unsigned i = 0; i < p->nworkers; i++)
-        if (weft__runq_len(&p->workers[i]->q) ||
-            atomic_load_explicit(&p->workers[i]->lifo, memory_order_relaxed))
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        struct weft__worker *v = p->workers[i];
+        uint32_t b = atomic_load_explicit(&v->q.bottom, memory_order_seq_cst);
+        uint32_t t = atomic_load_explicit(&v->q.top, memory_order_seq_cst);
+        if ((int32_t)(b - t) > 0 ||
+            atomic_load_explicit(&v->lifo, memory_order_seq_cst))
             return true;
+    }
     return timers_earliest(p) <= weft__now_ns();
 }
 
@@ -648,11 +660,6 @@ static bool park_worker(struct weft__worker *w)
         w->spinning = false;
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
     }
-    /* C11 does not make a seq_cst read-modify-write order the relaxed
-     * loads after it (x86's locked instructions do; AArch64's ldaxr/stlxr
-     * do not): the StoreLoad barrier of the protocol, explicitly
-     * (verify/pool.pml, the rmw_not_fence twin). */
-    atomic_thread_fence(memory_order_seq_cst);
 
     bool sleep = !any_work(p);
     if (sleep) {
