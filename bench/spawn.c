@@ -164,9 +164,18 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
 
         if (next != NULL)
             *next++ = '\0';
-        if (sscanf(line, "result %lf %" SCNu64, &value, &check) == 2) {
+        int at = 0;
+        if (sscanf(line, "result %lf %" SCNu64 "%n", &value, &check, &at) >= 2) {
             out->value = value;
             out->check = check;
+            /* The extras that follow, if any (peers/peer.h). */
+            const char *rest = line + at;
+            for (int e = 0; e < BENCH_MAX_EXTRA; e++) {
+                int used = 0;
+                if (sscanf(rest, " %lf%n", &out->extra[e], &used) != 1)
+                    break;
+                rest += used;
+            }
             return 0;
         }
         line = next;

@@ -408,7 +408,7 @@ static int child_main(int argc, char **argv)
     rc = w->run_weft(&p, &s);
     if (rc != 0)
         return PEER_EXIT_FAILED; /* run_weft said what failed */
-    peer_report(s.value, s.check);
+    peer_report_extra(s.value, s.check, s.extra, (int)results_extra_count(w));
     return 0;
 }
 
@@ -620,12 +620,15 @@ int main(int argc, char **argv)
     for (size_t ci = 0; ci < run.ncells; ci++) {
         bench_cell *c = &run.cells[ci];
 
-        for (unsigned j = 0; j < o.runs; j++) {
+        unsigned runs = c->w->max_runs && c->w->max_runs < o.runs
+                            ? c->w->max_runs
+                            : o.runs;
+        for (unsigned j = 0; j < runs; j++) {
             /* One progress line per run, completed as each implementation
              * finishes (stderr is unbuffered), so a slow one shows where. */
             fprintf(stderr, "[%zu/%zu] %s T=%u run %u/%u (N=%" PRIu64 "):",
                     ci + 1, run.ncells, c->w->name, c->p.threads, j + 1,
-                    o.runs, c->p.n);
+                    runs, c->p.n);
             for (size_t k = 0; k < c->nimpl; k++)
                 measure(c, k, j, &at);
             fprintf(stderr, " (%s)\n", c->w->unit);

@@ -14,6 +14,7 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_sleep,
     &bench_wl_memory,
     &bench_wl_memory_1m,
+    &bench_wl_soak,
     &bench_wl_echo,
     &bench_wl_echo_borrowed,
 };

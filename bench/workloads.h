@@ -33,7 +33,7 @@ typedef struct bench_params {
 } bench_params;
 
 /* Further figures a workload may report with each measurement. */
-#define BENCH_MAX_EXTRA 3
+#define BENCH_MAX_EXTRA 4
 
 typedef struct bench_extra {
     const char *name;   /* e.g. "p99"; no spaces                             */
@@ -91,6 +91,9 @@ typedef struct bench_workload {
      * built (weft_missing says why). */
     const char *weft_server;
     const char *weft_missing;
+    /* At most this many runs per implementation (0: --runs): for a
+     * workload whose one run is itself many rounds, and long (soak). */
+    unsigned max_runs;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
@@ -105,6 +108,7 @@ extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
+extern const bench_workload bench_wl_soak;
 extern const bench_workload bench_wl_echo;
 extern const bench_workload bench_wl_echo_borrowed;
 

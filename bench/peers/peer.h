@@ -6,10 +6,11 @@
  * runs one measurement of WORKLOAD at size N (THREADS defaults to 1) and
  * prints one line on stdout:
  *
- *     result <value> <check>
+ *     result <value> <check> [<extra>...]
  *
  * <value> is in the workload's unit (see bench/workloads.h), <check> is the
- * workload's check value as an unsigned decimal.  Exit status: 0 after the
+ * workload's check value as an unsigned decimal, and the optional extras
+ * the workload's further figures, in its order (bench/workloads.h).  Exit status: 0 after the
  * result line; 2 if this peer does not implement WORKLOAD (weft-bench shows
  * "n/a"); 1 on any other failure, with the reason on stderr.  A peer of
  * another language (Go, ...) speaks the same protocol without this header.
@@ -63,6 +64,18 @@ usage:
 static inline void peer_report(double value, uint64_t check)
 {
     printf("result %.9g %" PRIu64 "\n", value, check);
+    fflush(stdout);
+}
+
+/* The same with the workload's extra figures after the check (at most
+ * BENCH_MAX_EXTRA, in the workload's order: bench/workloads.h). */
+static inline void peer_report_extra(double value, uint64_t check,
+                                     const double *extra, int n)
+{
+    printf("result %.9g %" PRIu64, value, check);
+    for (int i = 0; i < n; i++)
+        printf(" %.9g", extra[i]);
+    printf("\n");
     fflush(stdout);
 }
 

@@ -42,14 +42,18 @@
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <ctime>
+#include <sys/resource.h>
 #include <cstdio>
 #include <cstring>
 #include <future>
 #include <vector>
 
 #include "peer.h"
+#include "rss.h"
 
 namespace {
 
@@ -145,6 +149,48 @@ int run_sync_wait(unsigned threads, uint64_t n)
     return 0;
 }
 
+// The soak workload (wl_soak.c): rounds of skynet(1M) and of 100,000
+// task_groups of 10 tasks, for n seconds, in one arena; the median round,
+// the first and last, the peak RSS and the idle RSS a second after.
+int run_soak(unsigned threads, uint64_t seconds)
+{
+    tbb::task_arena arena{int(threads)};
+    arena.initialize();
+    warm(arena);
+    std::vector<double> ms;
+    bool good = true;
+    const uint64_t until = bench_now_ns() + seconds * 1000000000ull;
+    while (ms.empty() || bench_now_ns() < until) {
+        const uint64_t t0 = bench_now_ns();
+        uint64_t a = 0, b = 0;
+        arena.execute([&] {
+            a = skynet(0, 1000000);
+            for (unsigned r = 0; r < 100000; r++) {
+                uint64_t v[10];
+                tbb::task_group tg;
+                for (uint64_t i = 0; i < 10; i++)
+                    tg.run([&v, i] { v[i] = i; });
+                tg.wait();
+                for (uint64_t x : v)
+                    b += x;
+            }
+        });
+        ms.push_back(double(bench_now_ns() - t0) / 1e6);
+        good = good && a == 1000000ull * 999999 / 2 && b == 100000ull * 45;
+    }
+    struct timespec one = {1, 0};
+    nanosleep(&one, nullptr);
+    const double idle = double(bench_rss_bytes()) / (1024.0 * 1024.0);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    const double extra[4] = {ms.front(), ms.back(), double(ru.ru_maxrss) / 1024.0,
+                             idle};
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    peer_report_extra(sorted[sorted.size() / 2], good ? 1 : 0, extra, 4);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -189,6 +235,8 @@ int main(int argc, char **argv)
     }
     if (std::strcmp(w, "sync-wait") == 0)
         return run_sync_wait(a.threads, n);
+    if (std::strcmp(w, "soak") == 0)
+        return run_soak(a.threads, n);
     if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0)
         return PEER_EXIT_UNKNOWN_WORKLOAD; // see the top of this file
     std::fprintf(stderr, "peer-tbb: no workload '%s'\n", w);

@@ -28,8 +28,15 @@ typedef struct weft_pool_opts {
     unsigned threads;   /* worker threads; 0 = online CPUs                */
     size_t stack_size;  /* default task stack; 0 = WEFT_STACK_DEFAULT     */
     const char *name;   /* thread names are "<name>-<i>"; NULL = "weft"   */
+    /* Memory the pool keeps cached (free stacks and task records) once
+     * its workers have been idle for 0.1 s; the rest goes back to the
+     * system.  0 = WEFT_POOL_CACHE_DEFAULT. */
+    size_t cache_bytes;
     void *reserved_[4]; /* must be zero                                   */
 } weft_pool_opts;
+
+/* The default cache bound of a pool: 4 MiB. */
+#define WEFT_POOL_CACHE_DEFAULT ((size_t)4 << 20)
 
 /* The most worker threads a pool may have. */
 #define WEFT_POOL_THREADS_MAX 1024u

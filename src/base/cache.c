@@ -143,3 +143,35 @@ size_t weft__cache_depot_count(struct weft__cache *c)
     pthread_mutex_unlock(&c->lock);
     return n;
 }
+
+void weft__cache_spill_all(struct weft__cache *c, struct weft__cache_local *l)
+{
+    spill(c, l, l->n);
+}
+
+struct weft__cache_node *weft__cache_take_depot(struct weft__cache *c,
+                                                size_t *n)
+{
+    pthread_mutex_lock(&c->lock);
+    struct weft__cache_node *list = c->depot;
+    *n = c->ndepot;
+    c->depot = NULL;
+    c->ndepot = 0;
+    pthread_mutex_unlock(&c->lock);
+    return list;
+}
+
+void weft__cache_return_depot(struct weft__cache *c,
+                              struct weft__cache_node *list, size_t n)
+{
+    if (!list)
+        return;
+    struct weft__cache_node *last = list;
+    while (last->next)
+        last = last->next;
+    pthread_mutex_lock(&c->lock);
+    last->next = c->depot;
+    c->depot = list;
+    c->ndepot += n;
+    pthread_mutex_unlock(&c->lock);
+}

@@ -122,4 +122,20 @@ bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l);
 /* Objects in the depot now (a snapshot). */
 size_t weft__cache_depot_count(struct weft__cache *c);
 
+/* The calling thread gives its whole list to the depot (a worker going
+ * idle: what it keeps is then trimmed with the depot). */
+void weft__cache_spill_all(struct weft__cache *c, struct weft__cache_local *l);
+
+/*
+ * weft__cache_take_depot - take the depot's whole list out (its count in
+ * *n), for a trim that decides object by object; weft__cache_return_depot
+ * puts back what the trim keeps.  Objects taken out are nobody's until
+ * returned or released, so a trim of one kind must not run twice at once
+ * (its caller serialises them).
+ */
+struct weft__cache_node *weft__cache_take_depot(struct weft__cache *c,
+                                                size_t *n);
+void weft__cache_return_depot(struct weft__cache *c,
+                              struct weft__cache_node *list, size_t n);
+
 #endif /* WEFT_BASE_CACHE_H */

@@ -240,3 +240,41 @@ int weft__stack_map(weft__stack *out, size_t size)
         err = map_stack(out, size);
     return err;
 }
+
+void weft__stacks_spill(void)
+{
+    weft__cache_spill_all(&weft__stack_cache, &weft__stack_local);
+}
+
+size_t weft__stacks_trim(size_t keep)
+{
+    static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&trim_lock);
+    size_t n, given = 0, page = page_size();
+    struct weft__cache_node *list =
+        weft__cache_take_depot(&weft__stack_cache, &n);
+    struct weft__cache_node *kept = NULL;
+    size_t nkept = 0;
+    for (struct weft__cache_node *o = list, *next; o; o = next) {
+        next = o->next; /* o lives in the stack it describes */
+        weft__stack st = ((struct weft__free_stack *)o)->stack;
+        if (nkept >= keep) {
+            given += st.size;
+            unmap_stack(&st);
+            continue;
+        }
+        /* Kept: its pages go back to the kernel but the top one, which
+         * holds this node (a reuse faults them in again, zeroed). */
+        char *low = (char *)weft__stack_low(&st);
+        char *top_page = (char *)weft__stack_top(&st) - page;
+        if (top_page > low && madvise(low, (size_t)(top_page - low),
+                                      MADV_DONTNEED) == 0)
+            given += (size_t)(top_page - low);
+        o->next = kept;
+        kept = o;
+        nkept++;
+    }
+    weft__cache_return_depot(&weft__stack_cache, kept, nkept);
+    pthread_mutex_unlock(&trim_lock);
+    return given;
+}

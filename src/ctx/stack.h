@@ -122,6 +122,15 @@ static inline void weft__stack_free(const weft__stack *s)
     weft__cache_put(&weft__stack_cache, &weft__stack_local, &f->node);
 }
 
+/* The calling thread's cached stacks go to the global depot. */
+void weft__stacks_spill(void);
+
+/* Trim the global depot of free stacks to `keep`: the others are unmapped,
+ * the kept ones keep only their top page committed.  Returns the bytes of
+ * address space unmapped or pages given back (an upper bound of the
+ * memory freed: untouched pages were never resident). */
+size_t weft__stacks_trim(size_t keep);
+
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */
 bool weft__stack_intact(const weft__stack *s);
 

@@ -69,6 +69,8 @@
  */
 #include "sched/worker.h"
 
+#include "ctx/stack.h"
+
 #include "base/alloc.h"
 #include "base/backoff.h"
 #include "base/compiler.h"
@@ -629,6 +631,35 @@ static bool check_stop(weft_pool *p)
     return true;
 }
 
+/* ------------------------------------------------------------- memory */
+
+/*
+ * Memory (docs/design.md, "Memory").  A worker keeps up to 16 free stacks
+ * and 512 free task records in its own caches, and the process-wide depots
+ * keep more (base/cache.h), so that a burst of work finds them warm.  Once
+ * a worker that ran tasks has been idle for TRIM_AFTER_NS, it gives its own
+ * caches to the depots, and trims the depots to the pool's cache bound:
+ * free stacks beyond it are unmapped and the kept ones keep only their top
+ * page resident; record chunks that hold no live record are unmapped
+ * beyond it.  So an idle pool holds about cache_bytes (and the memory of
+ * other threads' small caches), whatever its busiest moment needed.  The
+ * depots are process-wide: each pool trims them to its own bound.
+ */
+#define TRIM_AFTER_NS ((uint64_t)100 * 1000000u)
+
+static void give_back_memory(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    w->dirty = false;
+    weft__stacks_spill();
+    weft__records_spill();
+    /* Half the bound each: a kept stack costs a page, a record its size. */
+    size_t half = p->cache_bytes / 2;
+    size_t page = weft__stack_guard();
+    weft__stacks_trim(half / page);
+    weft__records_trim(half / sizeof(struct weft_task));
+}
+
 /*
  * Nothing found: go idle and sleep until woken or a timer is due.  Returns
  * false when the pool stops.  On return the worker may be spinning (it was
@@ -662,8 +693,16 @@ static bool park_worker(struct weft__worker *w)
     }
 
     bool sleep = !any_work(p);
+    uint64_t trim_at = UINT64_MAX;
     if (sleep) {
         uint64_t next = timers_earliest(p);
+        /* A worker that ran tasks since it last gave memory back does so
+         * once it has been idle a while ("Memory" below). */
+        if (w->dirty) {
+            trim_at = weft__now_ns() + TRIM_AFTER_NS;
+            if (trim_at < next)
+                next = trim_at;
+        }
         if (w->in_poll)
             poller->ops->block(poller, next);
         else
@@ -693,6 +732,8 @@ static bool park_worker(struct weft__worker *w)
     /* Off the idle list first, so the wakes do not pick this worker. */
     if (polled)
         poller->ops->finish(poller);
+    if (trim_at != UINT64_MAX && weft__now_ns() >= trim_at && !any_work(p))
+        give_back_memory(w);
     if (stop) {
         found_work(w);
         return false;
@@ -796,8 +837,10 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
 
     struct weft_task *task;
-    while ((task = find_work(w)))
+    while ((task = find_work(w))) {
         weft__task_run(task);
+        w->dirty = true;
+    }
 
     weft__sched_fresh()->worker = NULL;
     return NULL;
@@ -865,6 +908,8 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     }
     p->nworkers = n;
     p->stack_size = stack;
+    p->cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes
+                                               : WEFT_POOL_CACHE_DEFAULT;
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
     cds_wfcq_init(&p->inject_head, &p->inject_tail);

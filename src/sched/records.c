@@ -1,13 +1,21 @@
 /*
- * sched/records.c — where task records come from.
+ * sched/records.c — where task records come from, and how they go back.
  *
  * Records are recycled through an object cache (base/cache.h): a
- * per-thread list of up to 512, a global depot, and 64-record chunks from
- * malloc when both are empty.  They are never returned to malloc (like
- * Go's goroutine descriptors): a fork-join program makes and frees one per
- * spawn, often a million at once, and malloc costs several times the rest
- * of a spawn.  Memory stays at the peak number of live records; every
- * chunk stays listed, so leak checkers see the records as reachable.
+ * per-thread list of up to 512, a global depot, and chunks of records
+ * carved when both are empty.  A fork-join program makes and frees one
+ * record per spawn, often a million at once, and malloc costs several
+ * times the rest of a spawn, so records are not malloc'ed one by one.
+ *
+ * A chunk is one aligned 64 KiB mapping (282 records), so the chunk of a
+ * record is its address rounded down, and every chunk is on a list, so
+ * that the records of a live program can be walked (and leak checkers see
+ * them as reachable).  Chunks go back to the system only in a trim
+ * (weft__records_trim), when an idle pool gives memory back
+ * (docs/design.md, "Memory"): the trim takes the depot's records out,
+ * counts them per chunk, frees the chunks whose every record is there (no
+ * record of it is live, or in some thread's own list), and puts the rest
+ * back, up to the bound it was given.
  */
 #include "sched/task.h"
 
@@ -15,24 +23,34 @@
 #include "base/cache.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #define CACHE_MAX 512
 #define BATCH 128
-#define CHUNK 64
+#define CHUNK_BYTES ((size_t)64 * 1024)
+
+struct record_chunk {
+    struct record_chunk *next, *prev; /* on `chunks`, under chunks_lock */
+    size_t free_seen;                 /* the trim's count               */
+    _Alignas(16) struct weft_task records[];
+};
+#define PER_CHUNK                                                           \
+    ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
+     sizeof(struct weft_task))
+_Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
 
 static struct weft__cache records = WEFT__CACHE_INIT(CACHE_MAX, BATCH, 0, NULL);
 static __thread struct weft__cache_local records_local
     __attribute__((tls_model("initial-exec")));
 
-struct record_chunk {
-    struct record_chunk *next;
-    _Alignas(16) struct weft_task records[];
-};
 static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct record_chunk *chunks;
+static struct record_chunk *chunks;   /* every chunk, newest first */
+static size_t nchunks;
+static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A free record's cache node: the link field doubles as it.  The record is
- * free, so nothing else reads its fields. */
+/* A free record's cache node: the record is free, so nothing else reads
+ * the first bytes it overlays. */
 static inline struct weft__cache_node *node_of(struct weft_task *t)
 {
     return (struct weft__cache_node *)&t->co;
@@ -43,18 +61,45 @@ static inline struct weft_task *task_of_node(struct weft__cache_node *n)
     return (struct weft_task *)((char *)n - offsetof(struct weft_task, co));
 }
 
+static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
+{
+    return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
+}
+
+/* A chunk: mapped (not malloc'ed), so that a trim's munmap gives the
+ * memory back for sure; twice its size, then cut to an aligned block. */
+static struct record_chunk *chunk_map(void)
+{
+    char *m = weft__mmap(NULL, 2 * CHUNK_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    char *at = (char *)(((uintptr_t)m + CHUNK_BYTES - 1) &
+                        ~(uintptr_t)(CHUNK_BYTES - 1));
+    if (at > m)
+        munmap(m, (size_t)(at - m));
+    size_t tail = (size_t)(m + 2 * CHUNK_BYTES - (at + CHUNK_BYTES));
+    if (tail)
+        munmap(at + CHUNK_BYTES, tail);
+    return (struct record_chunk *)at;
+}
+
 static __attribute__((noinline)) struct weft_task *from_chunk(void)
 {
-    struct record_chunk *chunk =
-        weft__malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
+    struct record_chunk *chunk = chunk_map();
     if (!chunk)
         return NULL;
+    chunk->free_seen = 0;
     pthread_mutex_lock(&chunks_lock);
+    chunk->prev = NULL;
     chunk->next = chunks;
+    if (chunks)
+        chunks->prev = chunk;
     chunks = chunk;
+    nchunks++;
     pthread_mutex_unlock(&chunks_lock);
     /* All but the first go to this thread's cache. */
-    for (unsigned i = 1; i < CHUNK; i++)
+    for (size_t i = 1; i < PER_CHUNK; i++)
         weft__record_free(&chunk->records[i]);
     return &chunk->records[0];
 }
@@ -72,4 +117,77 @@ void weft__record_free(struct weft_task *t)
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);
+}
+
+void weft__records_spill(void)
+{
+    weft__cache_spill_all(&records, &records_local);
+}
+
+#define DOOMED SIZE_MAX /* free_seen of a chunk the trim frees */
+
+size_t weft__records_trim(size_t keep)
+{
+    pthread_mutex_lock(&trim_lock);
+    size_t n;
+    struct weft__cache_node *list = weft__cache_take_depot(&records, &n);
+    /* 1. Count the depot's records per chunk. */
+    for (struct weft__cache_node *o = list; o; o = o->next)
+        chunk_of(o)->free_seen++;
+    /* 2. Chunks all of whose records are in the depot are free: keep
+     * enough of them for `keep` records (for the next burst), take the
+     * rest off the list. */
+    size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
+    struct record_chunk *doomed = NULL;
+    pthread_mutex_lock(&chunks_lock);
+    for (struct record_chunk *c = chunks, *next; c; c = next) {
+        next = c->next;
+        if (c->free_seen != PER_CHUNK) {
+            c->free_seen = 0;
+        } else if (keep_chunks > 0) {
+            keep_chunks--;
+            c->free_seen = 0;
+        } else {
+            if (c->prev)
+                c->prev->next = c->next;
+            else
+                chunks = c->next;
+            if (c->next)
+                c->next->prev = c->prev;
+            nchunks--;
+            c->free_seen = DOOMED;
+            c->next = doomed;
+            doomed = c;
+        }
+    }
+    pthread_mutex_unlock(&chunks_lock);
+    /* 3. The depot keeps the records of the chunks that stay.  (The list
+     * runs through the records, so the doomed chunks go only after.) */
+    struct weft__cache_node *kept = NULL;
+    size_t nkept = 0;
+    for (struct weft__cache_node *o = list, *next; o; o = next) {
+        next = o->next;
+        if (chunk_of(o)->free_seen == DOOMED)
+            continue;
+        o->next = kept;
+        kept = o;
+        nkept++;
+    }
+    weft__cache_return_depot(&records, kept, nkept);
+    size_t freed = 0;
+    for (struct record_chunk *c = doomed, *next; c; c = next) {
+        next = c->next;
+        munmap(c, CHUNK_BYTES);
+        freed++;
+    }
+    pthread_mutex_unlock(&trim_lock);
+    return freed * CHUNK_BYTES;
+}
+
+size_t weft__records_bytes(void)
+{
+    pthread_mutex_lock(&chunks_lock);
+    size_t n = nchunks;
+    pthread_mutex_unlock(&chunks_lock);
+    return n * CHUNK_BYTES;
 }

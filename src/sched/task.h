@@ -215,5 +215,12 @@ size_t weft__task_declared_stack(const struct weft_task *t,
 struct weft_task *weft__record_alloc(void);
 /* Back to this thread's cache. */
 void weft__record_free(struct weft_task *t);
+/* The calling thread's cached records go to the global depot. */
+void weft__records_spill(void);
+/* Give the chunks whose records are all free back to the system, but for
+ * enough to hold `keep` records; returns the bytes given back. */
+size_t weft__records_trim(size_t keep);
+/* Bytes of records made (in chunks), live and free. */
+size_t weft__records_bytes(void);
 
 #endif /* WEFT_SCHED_TASK_H */

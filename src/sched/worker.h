@@ -45,6 +45,8 @@ struct weft__worker {
                                      counted as spinning (under idle_lock) */
     bool in_poll;                 /* holds the poller and sleeps in it,
                                      not on parker (under idle_lock)     */
+    bool dirty;                   /* ran tasks since it last gave memory
+                                     back (pool.c, "Memory")            */
     struct weft__worker *idle_next;
     /* Timed waits armed by tasks running here (pool.c, "Timers"). */
     struct weft__timers timers;
@@ -57,6 +59,7 @@ struct weft_pool {
     struct weft__worker **workers;
     unsigned nworkers;
     size_t stack_size;
+    size_t cache_bytes;            /* kept cached once idle (pool.c)     */
     char name[16];
 
     /* The global injection queue: wait-free enqueue from any thread. */

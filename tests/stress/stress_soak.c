@@ -1,0 +1,156 @@
+/*
+ * stress_soak.c — a long-lived pool does not accumulate (the bench's soak
+ * workload, smaller and checked).  One 2-worker pool, with a cache bound
+ * of 1 MiB, runs rounds of
+ *   - skynet(10,000): spawn 10 children, await them in spawn order (each
+ *     await but the last claims its child from the middle of the deque and
+ *     leaves a stale entry behind: sched/await.c, retire_stale);
+ *   - 1,000 times spawn 10, await 10;
+ *   - a burst: 20,000 tasks spawned, then awaited (20,000 records live).
+ * After the tree, in the round's task: its stale entries are gone from the
+ * worker's deque, and none spilled to the global queue.  After every
+ * round, with the pool quiet: no task entry left anywhere (every worker's
+ * deque and LIFO slot, the global queue).  At the end, once the workers have been idle long enough
+ * to give memory back (sched/pool.c, "Memory"): the record chunks and the
+ * free stacks left are within the cache bound (plus one chunk per thread
+ * whose own cache may pin one), far below what the bursts made.  These are
+ * counts, not timings; every wait is bounded.
+ */
+#include "stress.h"
+
+#include "ctx/stack.h"
+#include "sched/worker.h"
+
+enum { ROUNDS = 400, BURST = 20000 };
+#define CACHE_BYTES ((size_t)1 << 20)
+
+static weft_pool *pool;
+
+typedef struct node {
+    uint64_t num, size;
+} node;
+
+static void *sk(void *arg)
+{
+    const node *nd = arg;
+    if (nd->size == 1)
+        return (void *)(uintptr_t)nd->num;
+    node kids[10];
+    weft_task *t[10];
+    uint64_t child = nd->size / 10, sum = 0;
+    for (int i = 0; i < 10; i++) {
+        kids[i] = (node){nd->num + (uint64_t)i * child, child};
+        CHECK_EQ(weft_spawn(&t[i], pool, sk, &kids[i], NULL), 0);
+    }
+    for (int i = 0; i < 10; i++) {
+        void *v = NULL;
+        CHECK_EQ(weft_await(t[i], &v), 0);
+        sum += (uint64_t)(uintptr_t)v;
+    }
+    return (void *)(uintptr_t)sum;
+}
+
+static void *leaf(void *arg)
+{
+    return arg;
+}
+
+static void *round_body(void *arg)
+{
+    (void)arg;
+    node top = {0, 10000};
+    CHECK_EQ((uint64_t)(uintptr_t)sk(&top), (uint64_t)10000 * 9999 / 2);
+    /* The tree's 11,110 awaited children left no entries behind: not in
+     * this worker's deque, nor spilled from it to the global queue. */
+    struct weft__worker *w = weft__worker_current();
+    CHECK(weft__runq_len(&w->q) <= 10);
+    CHECK(__atomic_load_n(&pool->inject_tail.p, __ATOMIC_SEQ_CST) ==
+          &pool->inject_head.node);
+    uint64_t sum = 0;
+    for (int b = 0; b < 1000; b++) {
+        weft_task *t[10];
+        for (int i = 0; i < 10; i++)
+            CHECK_EQ(weft_spawn(&t[i], pool, leaf, P(i), NULL), 0);
+        for (int i = 0; i < 10; i++) {
+            void *v = NULL;
+            CHECK_EQ(weft_await(t[i], &v), 0);
+            sum += (uint64_t)(uintptr_t)v;
+        }
+    }
+    CHECK_EQ(sum, (uint64_t)1000 * 45);
+    weft_task **t = malloc(BURST * sizeof *t);
+    CHECK(t != NULL);
+    for (int i = 0; t && i < BURST; i++)
+        CHECK_EQ(weft_spawn(&t[i], pool, leaf, P(i), NULL), 0);
+    for (int i = 0; t && i < BURST; i++) {
+        void *v = NULL;
+        CHECK_EQ(weft_await(t[i], &v), 0);
+        CHECK_EQ(I(v), i);
+    }
+    free(t);
+    st_tick();
+    return NULL;
+}
+
+/* Task entries queued anywhere on the pool (racy reads: call it quiet). */
+static unsigned queued(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < pool->nworkers; i++) {
+        struct weft__worker *w = pool->workers[i];
+        n += weft__runq_len(&w->q);
+        n += atomic_load(&w->lifo) != NULL;
+        for (struct weft_task *y = w->yielded_head; y; y = y->link)
+            n++;
+    }
+    n += __atomic_load_n(&pool->inject_tail.p, __ATOMIC_SEQ_CST) !=
+         &pool->inject_head.node;
+    return n;
+}
+
+int main(void)
+{
+    st_start("stress_soak", 240);
+    long rounds = st_scaled(ROUNDS);
+    weft_pool_opts o = {.threads = 2, .name = "soak",
+                        .cache_bytes = CACHE_BYTES};
+    REQUIRE_EQ(weft_pool_create(&pool, &o), 0);
+    uint64_t t0 = st_now_ns();
+    size_t peak = 0;
+    for (long r = 0; r < rounds; r++) {
+        weft_task *t;
+        REQUIRE_EQ(weft_spawn(&t, pool, round_body, NULL, NULL), 0);
+        REQUIRE_EQ(weft_sync_wait(t, NULL), 0);
+        /* Quiet now (the round's tasks have all ended): nothing queued,
+         * stale entries included.  The last task's worker may still be
+         * dropping entries: give it a bounded moment. */
+        uint64_t until = st_now_ns() + 5000000000ull;
+        while (queued() != 0 && st_now_ns() < until)
+            sched_yield();
+        REQUIRE_EQ(queued(), 0);
+        size_t made = weft__records_bytes();
+        if (made > peak)
+            peak = made;
+    }
+    st_report("rounds", rounds, t0);
+    /* The bursts made at least BURST records at once. */
+    REQUIRE(peak >= BURST * sizeof(struct weft_task));
+    /* Idle: within 5 s (the trim comes after 0.1 s idle), what is left is
+     * within the bound: half of it for records, in whole 64 KiB chunks,
+     * and one chunk more for each of the three threads (two workers and
+     * this one) whose own cache of free records may keep one alive. */
+    size_t bound = CACHE_BYTES / 2 + 64 * 1024 + 3 * 64 * 1024;
+    uint64_t until = st_now_ns() + 5000000000ull;
+    while (weft__records_bytes() > bound && st_now_ns() < until)
+        st_sleep_ms(10);
+    size_t left = weft__records_bytes();
+    size_t stacks = weft__cache_depot_count(&weft__stack_cache);
+    printf("stress_soak: record chunks: peak %zu KiB, idle %zu KiB (bound "
+           "%zu KiB); free stacks in the depot %zu\n",
+           peak / 1024, left / 1024, bound / 1024, stacks);
+    REQUIRE(left <= bound);
+    /* Stacks: half the bound, a page each. */
+    REQUIRE(stacks <= CACHE_BYTES / 2 / weft__stack_guard());
+    REQUIRE_EQ(weft_pool_destroy(pool), 0);
+    return st_finish();
+}
