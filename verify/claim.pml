@@ -6,11 +6,12 @@
  *
  * Processes: claimer(1), claimer(2), claimer(3), three threads with claim
  * records 1, 2, 3 (struct weft__claimer), all claiming one coroutine.
- * Record 1 made it, so co->owner starts as 1 (coro.c: atomic_init(&co->owner,
- * weft__tls.claimer)).  Threads 1 and 2 each claim twice (claim, run,
- * suspend, claim again), thread 3 once; a thread that owns the coroutine
- * takes the fast path (weft__claim: weft__claim_fast, and on
- * WEFT__CLAIM_NOT_OWNER weft__claim_slow).  drain: the store buffers.
+ * Record 1 made it, so co->owner starts as 1 (src/ctx/coro.c:
+ * atomic_init(&co->owner, weft__tls.claimer)).  Threads 1 and 2 each claim
+ * twice (claim, run, suspend, claim again), thread 3 once; a thread that
+ * owns the coroutine takes the fast path (weft__claim: weft__claim_fast,
+ * and on WEFT__CLAIM_NOT_OWNER weft__claim_slow).  drain: the store
+ * buffers.
  *
  * Model variable      C
  *   mem[ST]           co->state (SUSP = WEFT_CORO_SUSPENDED, RUN = RUNNING)
@@ -34,7 +35,9 @@
  *               owner = won ? me : o (release store, buffered)
  *   run         running += 1; assert running == 1; running -= 1
  *   suspend     state = SUSP, a release store by the running thread
- *               (coro.c's switch-out), buffered
+ *               (the switch-out: weft__ctx_jump's `publish` store, once
+ *               the registers are saved; src/ctx/coro.c top comment,
+ *               src/ctx/ctx.h), buffered
  *
  * Memory order.  The fast path is the point: its store of `claiming` and
  * its load of `owner` have no StoreLoad barrier (atomic_signal_fence only),

@@ -1,13 +1,28 @@
 /*
  * pool.pml -- no lost wakeup between submitters and searching / parking
- * workers (src/sched/pool.c, top comment), with the parker's kept permit
- * (src/sched/parker.h, parker_futex.c) and, built with -DIO, the
- * netpoller's hand-off and eventfd path (src/io/netpoll.c, top comment,
- * steps 1-4).
+ * workers, with the parker's kept permit and, built with -DIO, the
+ * netpoller's hand-off and eventfd path.
+ *   src/sched/pool.c: top comment ("No lost wakeup"), inject, inject_take,
+ *     wakep, weft__pool_kick, wake_if_needed, submit_outside,
+ *     weft__pool_submit (push_local), weft__pool_submit_fifo, pop_local,
+ *     take_global, steal_work (steal_from), any_work, found_work,
+ *     leave_idle_list, park_worker, find_work, worker_main
+ *   src/sched/worker.h: the worker and pool records
+ *   src/sched/parker.h, src/sched/parker_futex.c: the parker's permit
+ *   src/sched/poller.h: struct weft__poller_ops, the pool's only way to
+ *     the netpoller (take, block, finish, wake, unattended, poll_now)
+ *   src/io/netpoll.c: top comment (steps 1-4), np_take (try_take, wanted),
+ *     give_up, np_block, np_finish, dispatch, np_wake, np_unattended,
+ *     np_poll_now
+ *   src/io/fd.c: weft__fd_report, weft__fd_wake, unlink_wait (the poller's
+ *     side of an owned fd)
+ *   src/sched/wait.c weft__wait_wake_fifo; src/sched/task_state.c
+ *     weft__task_wake_fifo, enqueue_home: the woken reader's way back to
+ *     weft__pool_submit_fifo
  *
  * Processes
- *   submitter   a thread outside the pool: submit_outside() twice
- *               (inject(); wake_if_needed()).
+ *   submitter   a thread outside the pool: submit_outside() (inject();
+ *               wake_if_needed()) for task 1, then for task 3 (NTASK 3).
  *   worker(0/1) worker_main() -> find_work() -> park_worker(), and
  *               weft__task_run() of what it found, inline.
  *   drain       the store buffer of each worker's ring push (below).
@@ -20,12 +35,14 @@
  *   -DIO        task 2 is a reader already parked on an fd (its wait
  *               linked: nwaiters = 1) when the run starts; when woken it
  *               runs again and finds the data.  Tasks 1 and 3 are queued
- *               from outside.  Task WRITER (default 3) makes the fd
- *               readable (the kernel queues its edge event); task HOG
- *               (default 1) then runs on without ever yielding until the
- *               reader is done, so the other worker alone must serve the
- *               netpoller and the queues (a CPU-bound task, taken to the
- *               limit).  The passing configuration is HOG=1 WRITER=1.
+ *               from outside (-DNTASK=2: task 1 only).  Task WRITER
+ *               (default 3) makes the fd readable (the kernel queues its
+ *               edge event); task HOG (default 1) then runs on without
+ *               ever yielding until the reader is done, so the other
+ *               worker alone must serve the netpoller and the queues (a
+ *               CPU-bound task, taken to the limit).  run.sh checks
+ *               HOG=1 WRITER=1, HOG=1 WRITER=3, HOG=3 WRITER=3, and
+ *               NTASK=2 HOG=1 WRITER=1 (one task that writes and hogs).
  *
  * Model variable      C
  *   gq                 p->inject_head/tail (cds_wfcq; inject(), take_global())
@@ -37,13 +54,14 @@
  *   nspinning, nidle   p->nspinning, p->nidle
  *   idle_lock, il[],   p->idle_lock, p->idle_list (il[0] is the head),
  *   iln                its length
- *   idle[w], in_poll[w]  w->idle, w->in_poll (written under idle_lock)
+ *   idle[w], in_poll[w]  w->idle, w->in_poll (written under idle_lock;
+ *                      w->woken, bookkeeping that nothing reads, is left out)
  *   spinning (local)   w->spinning
  *   permit[w]          w->parker.permit (PERMIT = 1; EMPTY/SLEEPING = 0:
  *                      the futex wait is the blocking guard on permit)
  *   -DIO: polling, missed, nwaiters  np->polling, np->missed, np->nwaiters
- *         evcount        the eventfd's counter (weft__netpoll_wake writes 1,
- *                        dispatch's read takes all)
+ *         evcount        the eventfd's counter (np_wake writes 1, dispatch's
+ *                        read takes all)
  *         ev_pending     the fd's edge-triggered event, queued in epoll
  *         io_data, io_seq, rec_lock, linked   the fd's data, rec->seq,
  *                        rec->lock, the reader's wait record on rec->waiters
@@ -53,75 +71,111 @@
  * run of accesses to data that only the holder of a lock touches):
  *   wake_if_needed   load nspinning; load nidle; wakep()
  *   wakep            CAS nspinning 0->1; lock idle_lock, unlink a worker
- *                    (not the poller's if another sleeps); nidle -= 1;
- *                    unlock; unpark, or evcount += 1 if it was in_poll;
- *                    with nobody idle: nspinning -= 1
- *   find_work        pop_local; take_global; (-DIO) netpoll_poll_now;
- *                    the spinning decision (2*nspinning < nworkers - nidle);
- *                    steal_work (one round: steal from the other's ring,
- *                    then take_global: more rounds only add failed
- *                    attempts, which change nothing); park_worker
+ *                    (not the poller's if another sleeps) and nidle -= 1,
+ *                    or, with nobody idle, nspinning -= 1; unlock; unpark,
+ *                    or ops->wake (np_wake: evcount += 1) if it was in_poll
+ *   find_work        pop_local; take_global; (-DIO) poll_now; the spinning
+ *                    decision (either way, or with -DSPIN_RULE the rule:
+ *                    see "memory order"); steal_work (one round: steal
+ *                    from the other's ring, then take_global: more rounds
+ *                    only add failed attempts, which change nothing);
+ *                    park_worker
  *   found_work       if spinning: nspinning -= 1; the last one calls
  *                    wake_if_needed
- *   park_worker      lock; join idle list; (-DIO) in_poll =
- *                    weft__netpoll_take; nidle += 1; unlock; if spinning:
- *                    nspinning -= 1; sleep = !any_work (global queue, then
- *                    each ring); park or netpoll_block; lock; polled =
- *                    in_poll; leave the list if still on it (nidle -= 1,
- *                    and spinning again if it did not sleep), else it was
- *                    woken as a searcher; unlock; (-DIO) netpoll_finish
+ *   park_worker      lock; join idle list; (-DIO) in_poll = ops->take;
+ *                    nidle += 1; unlock; if spinning: nspinning -= 1; the
+ *                    fence; sleep = !any_work (the global queue, (-DIO)
+ *                    ops->unattended, each ring); park or ops->block; lock;
+ *                    polled = in_poll; leave the list if still on it
+ *                    (nidle -= 1, and spinning again if it did not sleep),
+ *                    else it was woken as a searcher; unlock; (-DIO)
+ *                    ops->finish
  *   parker           weft__parker_park = take the permit, blocking while
  *                    there is none; weft__parker_unpark = make it 1.
- *   -DIO netpoll_take  nwaiters != 0; CAS polling 0->1; else missed = 1
- *                    and CAS once more
+ *   -DIO np_take     load nwaiters (wanted); CAS polling 0->1; else
+ *                    missed = 1 and CAS once more
  *        give_up     polling = 0; load missed; exchange missed -> 0;
  *                    weft__pool_kick = wakep
- *        dispatch    read the eventfd (evcount = 0); for the fd event:
- *                    lock rec; seq += 1; unlink the waiter (nwaiters -= 1),
- *                    decide it WOKEN, weft__task_wake_fifo =
- *                    weft__pool_submit_fifo = inject + wake_if_needed; unlock
+ *        np_unattended  load nwaiters; load polling: waits parked and the
+ *                    poller free
+ *        np_poll_now load nwaiters; load polling; CAS polling 0->1;
+ *                    epoll_wait(0); dispatch; give_up
+ *        np_block    epoll_wait until the eventfd or the fd is ready
+ *        np_finish   dispatch what np_block gathered; give_up
+ *        dispatch    read the eventfd (evcount = 0); for the fd event
+ *                    (weft__fd_report): lock rec; seq += 1; unlink the
+ *                    waiter (nwaiters -= 1), decide it WOKEN,
+ *                    weft__task_wake_fifo = weft__pool_submit_fifo =
+ *                    inject + wake_if_needed; unlock
  *        reader      parked with its wait linked when the run starts;
  *                    when woken it runs once more and reads the data.
  *                    (The waiter's side of netpoll.c, "no readiness is
- *                    lost": the seq snapshot and re-check under rec->lock,
- *                    is not this model's subject.)
+ *                    lost": the seq snapshot and re-check under rec->lock
+ *                    in weft__fd_park, is not this model's subject.)
  *
  * What is left out, and why it does not matter here: timers (no deadline:
- * park(0)), shutdown and drain, the LIFO slot and the yielded FIFO (run by
+ * park(0), and any_work's timer look finds none), shutdown and drain
+ * (check_stop, the stop flag), the LIFO slot and the yielded FIFO (run by
  * their own worker, the slot also stolen in a search's last round: like
  * the ring push, never announced by a wake), the fairness tick (an extra
- * look at the global queue and the poller).  The ring's own protocol (Chase-Lev, runq.h)
- * is assumed linearisable: a push, pop and steal are each one step.  The
- * reader's switch-out after its link is one step with the link: a wake
- * that lands while it still runs sets NOTIFIED and its own worker requeues
- * it and runs it (that hand-off is task.pml's subject).  The fd is taken
- * as registered from the start (a registration reports the data already
- * there, so a later one is the same as an early one).
+ * look at the global queue and the poller), fd.c's check of the
+ * registrations (check_if_due).  The ring's own protocol (Chase-Lev,
+ * runq.h) is assumed linearisable: a push, pop and steal are each one
+ * step.  The reader's switch-out after its link is one step with the
+ * link: a wake that lands while it still runs sets NOTIFIED and its own
+ * worker requeues it and runs it (that hand-off is task.pml's subject).
+ * The fd is taken as registered from the start (a registration reports
+ * the data already there, so a later one is the same as an early one).
  *
- * Memory order.  Every access that the proof rests on is seq_cst or a
- * locked RMW: the push to the global queue is cds_wfcq's xchg (liburcu:
- * a full barrier), the loads in wake_if_needed are seq_cst, nspinning and
- * nidle change by seq_cst RMWs, the netpoller's polling/missed/nwaiters
- * accesses are seq_cst, and the rest is under idle_lock or rec->lock.  So
- * interleavings under sequential consistency cover those, with one
- * exception and one assumption:
- *   - the exception: a worker's push to its own ring has no StoreLoad
- *     barrier before wake_if_needed's loads (pool.c: "Go makes the same
- *     trade").  The model gives each worker a store buffer for it: the
- *     push sits in pend[w], visible to w's own pops (store forwarding)
- *     and to nobody else, until the drain process moves it to lq[w] at
- *     any later moment.  So a searcher may miss it and park; the pushing
- *     worker must then run it itself.
- *   - the assumption: the re-check in park_worker (any_work) uses relaxed
- *     loads after the seq_cst RMW on nspinning (or nidle); the proof takes
- *     that RMW as a full barrier.  True on x86 (a locked instruction);
- *     not promised by C11, and not given by AArch64's exclusive pair
- *     (ldaxr/stlxr: a later plain load may be satisfied before the
- *     store-exclusive is visible).  The twin BROKEN_RMW_NOT_FENCE models
- *     that reordering (the re-check's loads performed right after the lock
- *     is taken, before both RMWs) and Spin finds the lost wakeup: the C
- *     code needs atomic_thread_fence(memory_order_seq_cst) before
- *     any_work (or seq_cst loads in it) to be correct by C11.
+ * Memory order.  Every access that the proof rests on is seq_cst, a
+ * locked RMW, or follows a seq_cst fence: the push to the global queue is
+ * cds_wfcq's xchg (liburcu: a full barrier), the loads in wake_if_needed
+ * are seq_cst, nspinning changes only by seq_cst RMWs, nidle grows only
+ * by park_worker's seq_cst RMW, polling and missed are seq_cst (try_take,
+ * give_up, np_take's store, np_unattended's load), park_worker's any_work
+ * comes after atomic_thread_fence(memory_order_seq_cst), and the rest is
+ * under idle_lock or rec->lock.  So interleavings under sequential
+ * consistency cover those, with these exceptions:
+ *   - a worker's push to its own ring has no StoreLoad barrier before
+ *     wake_if_needed's loads (pool.c: "Go makes the same trade").  The
+ *     model gives each worker a store buffer for it: the push sits in
+ *     pend[w], visible to w's own pops (store forwarding) and to nobody
+ *     else, until the drain process moves it to lq[w] at any later
+ *     moment.  So a searcher may miss it and park; the pushing worker
+ *     must then run it itself.
+ *   - nidle's decrements (wakep, leave_idle_list: under idle_lock) are
+ *     relaxed RMWs.  A read still returns a value of nidle's modification
+ *     order, in which each worker's decrement follows its own increment,
+ *     so a 0 means every worker counted in had been taken off the list
+ *     (as in some interleaving); a stale non-zero only makes
+ *     wake_if_needed call wakep, which decides from the list under
+ *     idle_lock.
+ *   - the spinning decision in find_work reads nspinning and nidle
+ *     relaxed; the rule (2 * nspinning < nworkers - nidle) only bounds
+ *     the searchers.  The passing lines let a worker take either
+ *     decision, whatever the counts: a superset of what any values read
+ *     would give (and fewer states: no copies of the counts).  The twins
+ *     are built with -DSPIN_RULE, the rule applied to the values read, so
+ *     that their counterexamples are runs of the broken C code and do not
+ *     lean on the superset.
+ *   - nwaiters is read relaxed (wanted) and its decrement in unlink_wait
+ *     is relaxed.  Here it only ever goes from 1 (before any process
+ *     runs) to 0 (the reader's wake, under rec->lock), so a stale read
+ *     can only be a 1 after the wake: a worker then takes the poller with
+ *     nobody parked (and is woken through the eventfd like any poller),
+ *     or np_unattended says "work" once more and the worker searches
+ *     again: extra work, never a lost wakeup.  (The increment that a new
+ *     wait makes is seq_cst, under rec->lock, on a worker that is awake:
+ *     netpoll.c step 2; not modelled.)  np_poll_now's first look at
+ *     polling is relaxed: a stale 1 only skips a non-blocking poll, as
+ *     when the poller is busy, which the model includes.
+ *   The fence before any_work is needed: park_worker's RMWs on nidle and
+ *   nspinning do not order the relaxed loads after them under C11 (x86's
+ *   locked instructions would, AArch64's ldaxr/stlxr do not: a later
+ *   plain load may be satisfied before the store-exclusive is visible).
+ *   The twin BROKEN_RMW_NOT_FENCE models the code without the fence (the
+ *   re-check's loads performed right after the lock is taken, before both
+ *   RMWs) and Spin finds the lost wakeup.
  *
  * Assertions
  *   - every task is queued only when not queued or running, and runs only
@@ -131,37 +185,42 @@
  *     an I/O wait left unserved.  (A worker blocked anywhere but in its
  *     park is an invalid end state.)
  *
- * Broken twins (spin -DBROKEN_...):
+ * Broken twins (spin -DSPIN_RULE -DBROKEN_...), each with the
+ * configuration in which run.sh checks it (verify/README.md has the
+ * counterexamples):
  *   NO_RECHECK        park_worker sleeps without any_work after
  *                     nspinning -= 1.
  *   READ_BEFORE_PUSH  submit_outside reads nspinning/nidle before the push.
  *   LOST_UNPARK       the parker drops an unpark that comes before the park.
- *   RMW_NOT_FENCE     see "memory order" above.
- *   EVFD_LOST (-DIO)  the eventfd keeps no count: a write that comes before
- *                     epoll_wait is lost.
+ *   RMW_NOT_FENCE     no fence before any_work: see "memory order" above.
+ *   EVFD_LOST (-DIO HOG=1 WRITER=1)  the eventfd keeps no count: a write
+ *                     that comes before epoll_wait is lost.
+ *   WAKEP_LATE_GIVEBACK (-DIO HOG=1 WRITER=3)  wakep as it was before the
+ *                     fix: with nobody idle it unlocks idle_lock and only
+ *                     then gives nspinning back, so a worker that joins
+ *                     the list meanwhile and a submitter that reads the 1
+ *                     both leave the task to a searcher that does not
+ *                     exist.
+ *   NO_POLL_RECHECK (-DIO NTASK=2 HOG=1 WRITER=1)  any_work as it was
+ *                     before the fix, without np_unattended: the missed
+ *                     kick is a wakep, which does nothing while anyone is
+ *                     counted spinning (the kicker itself, and the
+ *                     sleeper-to-be); the kicker then runs the hog and
+ *                     nobody polls.
  *
- * Findings: configurations in which the C code as it is FAILS (verify/
- * README.md has the traces), and the changes that the model shows fix
- * them (spin -DFIX_...):
- *   -DIO -DHOG=1 -DWRITER=3   wakep's transient count: a wakep that finds
- *                     the idle list empty holds nspinning = 1 until after
- *                     it unlocks; a worker that joins the list meanwhile
- *                     and a submitter that reads that 1 both leave the
- *                     task to a searcher that does not exist.
- *                     FIX_WAKEP: give the count back under idle_lock.
- *   -DIO -DHOG=3 -DWRITER=3 -DFIX_WAKEP   the `missed` kick is a wakep,
- *                     which does nothing while anyone is counted spinning,
- *                     the sleeper-to-be included; the kicker then runs the
- *                     hog.  FIX_POLL_RECHECK: park_worker's re-check also
- *                     counts "waits parked and nobody polls" as work (this
- *                     makes `missed` redundant: with -DNO_MISSED, which
- *                     drops `missed = 1`, it passes too; 35.0 million
- *                     states, not in run.sh).
+ * Options that are not twins: -DNO_MISSED (np_take never sets missed)
+ * passes in every configuration run.sh checks: with np_unattended in the
+ * last look, `missed` is redundant (verify/README.md).
  */
 
 #define NW 2
 #define NONE 255
+#ifndef NTASK
 #define NTASK 3
+#endif
+#if NTASK != 3 && (NTASK != 2 || !defined(IO))
+#error "NTASK is 3, or 2 with -DIO (no task 3)"
+#endif
 
 /* Task roles (0: none).  Base: task 1 spawns task 2 on its worker's ring. */
 #ifndef IO
@@ -173,6 +232,9 @@
 #endif
 #ifndef WRITER
 #define WRITER 3
+#endif
+#if HOG == 2 || WRITER == 2 || HOG > NTASK || WRITER > NTASK
+#error "HOG and WRITER name an outside task (1, or 3 when NTASK is 3)"
 #endif
 #endif
 
@@ -235,6 +297,7 @@ inline unpark(v) {
 #endif
 }
 
+/* ops->wake (np_wake): write 1 to the eventfd */
 inline netpoll_wake(v) {
 #ifdef BROKEN_EVFD_LOST
     /* A signal that counts nothing: lost unless the poller already waits. */
@@ -270,18 +333,18 @@ inline wakep() {
         }
         if
         :: v != NONE -> nidle--
-#ifdef FIX_WAKEP
-        :: else -> nspinning-- /* proposed: give the count back under the lock */
-#else
+#ifdef BROKEN_WAKEP_LATE_GIVEBACK
         :: else -> skip
+#else
+        :: else -> nspinning-- /* nobody idle: the count goes back under the lock */
 #endif
         fi;
         idle_lock = 0;
         if
-#ifdef FIX_WAKEP
-        :: v == NONE -> skip
+#ifdef BROKEN_WAKEP_LATE_GIVEBACK
+        :: v == NONE -> nspinning-- /* the code before the fix: after the unlock */
 #else
-        :: v == NONE -> nspinning--
+        :: v == NONE -> skip
 #endif
         :: v != NONE && vpoll ->
 #ifdef IO
@@ -319,8 +382,10 @@ inline submit_outside(t) {
 proctype submitter() {
     bit ok; byte v; bit vpoll;
     submit_outside(1);
+#if NTASK == 3
     d_step { ok = 0; v = 0; vpoll = 0 };
     submit_outside(3)
+#endif
 }
 
 /* The store buffer of the ring pushes: some time later, the push becomes
@@ -355,7 +420,7 @@ inline take_global() {
 }
 
 #ifdef IO
-/* in park_worker, under idle_lock: in_poll[me] = weft__netpoll_take() */
+/* in park_worker, under idle_lock: in_poll[me] = ops->take (np_take) */
 inline netpoll_take() {
     if
     :: nwaiters != 0 ->
@@ -385,7 +450,8 @@ inline give_up() {
     fi
 }
 
-/* dispatch the events in got_ev / got_evfd; woke = a wait was woken */
+/* dispatch the events in got_ev / got_evfd (the eventfd's read, and
+ * weft__fd_report for the fd); woke = a wait was woken */
 inline dispatch() {
     woke = 0;
     if
@@ -397,10 +463,12 @@ inline dispatch() {
         atomic { rec_lock == 0 -> rec_lock = 1; io_seq = io_seq + 1 }
         if
         :: linked ->
+            /* weft__fd_wake: unlink_wait (nwaiters -= 1), then
+             * weft__wait_wake_fifo: decide_as WOKEN (nobody else decides:
+             * no timer, no cancel), weft__task_wake_fifo: IDLE ->
+             * SCHEDULED, enqueue_home -> weft__pool_submit_fifo */
             linked = 0;
             nwaiters--;
-            /* decide_as WOKEN (nobody else decides: no timer, no cancel),
-             * weft__task_wake_fifo: IDLE -> SCHEDULED, submit_fifo */
             inject(2);
             wake_if_needed();
             woke = 1
@@ -411,18 +479,22 @@ inline dispatch() {
     fi
 }
 
-/* weft__netpoll_poll_now; woke = some wait was woken */
+/* poll_now: ops->poll_now (np_poll_now); woke = some wait was woken */
 inline poll_now() {
     woke = 0;
     if
-    :: nwaiters != 0 && polling == 0 ->
-        d_step { if :: polling == 0 -> polling = 1; got = 1 :: else -> got = 0 fi };
+    :: nwaiters != 0 ->                 /* wanted() */
         if
-        :: got ->
-            /* epoll_wait with timeout 0: what is ready now */
-            d_step { got_ev = ev_pending; ev_pending = 0; got_evfd = (evcount > 0) };
-            dispatch();
-            give_up()
+        :: polling == 0 ->              /* the relaxed look at the flag */
+            d_step { if :: polling == 0 -> polling = 1; got = 1 :: else -> got = 0 fi };
+            if
+            :: got ->
+                /* epoll_wait with timeout 0: what is ready now */
+                d_step { got_ev = ev_pending; ev_pending = 0; got_evfd = (evcount > 0) };
+                dispatch();
+                give_up()
+            :: else -> skip
+            fi
         :: else -> skip
         fi
     :: else -> skip
@@ -475,7 +547,7 @@ end_park: atomic { permit[me] == 1 -> permit[me] = 0 }
 #endif
 
 #ifdef IO
-/* weft__netpoll_block: epoll_wait until the eventfd or the fd is ready */
+/* ops->block (np_block): epoll_wait until the eventfd or the fd is ready */
 #ifdef BROKEN_EVFD_LOST
 #define NETPOLL_BLOCK in_epoll[me] = 1; \
 end_poll: atomic { (evcount > 0 || ev_pending) -> \
@@ -488,29 +560,34 @@ end_poll: atomic { (evcount > 0 || ev_pending) -> \
 #endif
 #endif
 
-/* any_work: sleep = nothing anywhere (the own ring is empty here: the
- * worker's own pops came first and only it pushes there) */
+/* any_work: sleep = nothing anywhere, in the C code's order: the global
+ * queue, (-DIO) np_unattended (nwaiters, then polling), the rings (our own
+ * is empty here: our own pops came first and only we push there) */
+#define RINGS_ANY \
+    if \
+    :: lq[other] != 0 -> sleep = 0 \
+    :: else -> sleep = 1 \
+    fi
+
 inline any_work() {
     if
     :: len(gq) > 0 -> sleep = 0
     :: else ->
+#if defined(IO) && !defined(BROKEN_NO_POLL_RECHECK)
+        /* np_unattended: waits are parked on fds and nobody holds the
+         * poller, so this worker must poll.  (The C code does not test
+         * in_poll[me]: when we hold the poller, polling is 1.) */
         if
-        :: lq[other] != 0 -> sleep = 0
-#ifdef FIX_POLL_RECHECK
-        :: else ->
-            /* proposed: waits are parked and nobody holds the poller */
+        :: nwaiters != 0 ->
             if
-            :: !in_poll[me] && nwaiters != 0 ->
-                if
-                :: polling == 0 -> sleep = 0
-                :: else -> sleep = 1
-                fi
-            :: else -> sleep = 1
+            :: polling == 0 -> sleep = 0
+            :: else -> RINGS_ANY
             fi
-#else
-        :: else -> sleep = 1
-#endif
+        :: else -> RINGS_ANY
         fi
+#else
+        RINGS_ANY
+#endif
     fi
 }
 
@@ -521,7 +598,8 @@ inline park_worker() {
         il[1] = il[0]; il[0] = me; iln++
     };
 #ifdef BROKEN_RMW_NOT_FENCE
-    /* the re-check's relaxed loads performed before the RMWs below */
+    /* no fence: the re-check's relaxed loads performed before the RMWs
+     * below */
     any_work();
 #endif
 #ifdef IO
@@ -533,6 +611,8 @@ inline park_worker() {
     :: spinning -> spinning = 0; nspinning--
     :: else -> skip
     fi;
+    /* atomic_thread_fence(memory_order_seq_cst): the steps above and below
+     * are already in one order here (sequential consistency) */
 #if defined(BROKEN_NO_RECHECK)
     sleep = 1;
 #elif !defined(BROKEN_RMW_NOT_FENCE)
@@ -583,7 +663,7 @@ inline park_worker() {
 #ifdef IO
     if
     :: polled ->
-        /* weft__netpoll_finish: dispatch what epoll_wait returned, give up */
+        /* ops->finish (np_finish): dispatch what epoll_wait returned, give up */
         if
         :: !sleep -> got_ev = 0; got_evfd = 0
         :: else -> skip
@@ -609,7 +689,10 @@ inline found_work() {
 }
 
 proctype worker(byte me) {
-    byte t, v, other, ns, ni;
+    byte t, v, other;
+#ifdef SPIN_RULE
+    byte ns, ni;
+#endif
     bit ok, vpoll, got, spinning, sleep, wasidle, polled, last;
 #ifdef IO
     bit kick, woke, got_ev, got_evfd;
@@ -619,7 +702,10 @@ loop:
     /* pop_local: the newest first; our own pending push included.  (The
      * locals are cleared here only to keep the state space small.) */
     atomic {
-        t = NONE; v = NONE; ns = 0; ni = 0;
+        t = NONE; v = NONE;
+#ifdef SPIN_RULE
+        ns = 0; ni = 0;
+#endif
         ok = 0; vpoll = 0; got = 0; sleep = 0; wasidle = 0; polled = 0; last = 0;
 #ifdef IO
         kick = 0; woke = 0; got_ev = 0; got_evfd = 0;
@@ -648,12 +734,21 @@ loop:
     /* search, with at most half of the busy workers searching */
     if
     :: !spinning ->
+#ifdef SPIN_RULE
+        /* the rule on the values read (twins: see "memory order") */
         ns = nspinning;
         ni = nidle;
         if
         :: 2 * ns < NW - ni -> spinning = 1; nspinning++
         :: else -> skip
         fi
+#else
+        /* either decision, whatever the relaxed loads would read */
+        if
+        :: spinning = 1; nspinning++
+        :: skip
+        fi
+#endif
     :: else -> skip
     fi;
     if

@@ -7,9 +7,7 @@
 # it exhaustively.  A model must report errors: 0 on a complete search (no
 # "max search depth too small", no "search not completed", no running out
 # of memory).  Each broken twin must report errors >= 1 and leave a trail.
-# A finding is a configuration in which the C code as it is today fails;
-# it is reported, and does not fail the run; its proposed fix, where one is
-# listed, must pass.  verify/README.md explains every line.
+# verify/README.md explains every line.
 #
 # Usage: verify/run.sh [-v] [NAME...]   (-v: keep the work folder and say
 # where; NAMEs: run only those lines)
@@ -57,15 +55,15 @@ check() {
     local d="$work/$name"
     local opt=-O0           # small models: compiling costs more than running
     case $model in pool.pml|claim.pml) opt=-O2 ;; esac
-    local search=""        # twins and findings: breadth first, so the
-    [ "$kind" = pass ] || search=-DBFS   # trail is a shortest one
+    local search=""        # twins: breadth first, so the trail
+    [ "$kind" = pass ] || search=-DBFS   # is a shortest one
     cp "$here/$model" "$d/"
     local t0 t1 secs out errors states depth why
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
     if ! (cd "$d" && spin $defs -a "$model" >spin.log 2>&1 &&
           gcc $opt $CFLAGS $search -o pan pan.c >gcc.log 2>&1); then
-        printf '%-28s %-8s BUILD FAILED (%s)\n' "$name" "$kind" "$d"
+        printf '%-32s %-8s BUILD FAILED (%s)\n' "$name" "$kind" "$d"
         cat "$d/spin.log" "$d/gcc.log" 2>/dev/null | head -5
         echo bad >"$d/bad"
         return
@@ -88,10 +86,10 @@ check() {
     case $kind in
     pass)
         if [ "$errors" = 0 ] && [ -z "$incomplete" ]; then
-            printf '%-28s ok       %10s states  depth %6s  %6ss\n' \
+            printf '%-32s ok       %10s states  depth %6s  %6ss\n' \
                 "$name" "$states" "$depth" "$secs"
         else
-            printf '%-28s FAILED   %10s states  errors %s %s  %6ss  (-v keeps %s)\n' \
+            printf '%-32s FAILED   %10s states  errors %s %s  %6ss  (-v keeps %s)\n' \
                 "$name" "$states" "$errors" "$incomplete" "$secs" "$d"
             [ -n "$why" ] && echo "    $why"
             echo bad >"$d/bad"
@@ -100,32 +98,21 @@ check() {
     twin)
         if [ "$errors" != "?" ] && [ "$errors" -ge 1 ] &&
            ls "$d"/*.trail >/dev/null 2>&1; then
-            printf '%-28s rejected %10s states  %6ss  counterexample: %s\n' \
+            printf '%-32s rejected %10s states  %6ss  counterexample: %s\n' \
                 "$name" "$states" "$secs" "$what"
-            printf '%-28s          pan: %s\n' "" "$why"
+            printf '%-32s          pan: %s\n' "" "$why"
         else
-            printf '%-28s PASSED (a broken twin must fail)  %s states  %ss\n' \
+            printf '%-32s PASSED (a broken twin must fail)  %s states  %ss\n' \
                 "$name" "$states" "$secs"
             echo bad >"$d/bad"
-        fi
-        ;;
-    finding)
-        if [ "$errors" != "?" ] && [ "$errors" -ge 1 ]; then
-            printf '%-28s FINDING  %10s states  %6ss  %s\n' \
-                "$name" "$states" "$secs" "$what"
-            printf '%-28s          pan: %s\n' "" "$why"
-        else
-            printf '%-28s finding not reproduced (errors %s, %s states, %ss): %s\n' \
-                "$name" "$errors" "$states" "$secs" "$what"
         fi
         ;;
     esac
 }
 
 # one NAME KIND MODEL "DEFINES" "DESCRIPTION"
-#   KIND: pass (must verify), twin (must be rejected), finding (expected to
-#   fail with today's C code; reported only).  Runs JOBS lines at a time;
-#   the reports are printed in this file's order at the end.
+#   KIND: pass (must verify), twin (must be rejected).  Runs JOBS lines at
+#   a time; the reports are printed in this file's order at the end.
 one() {
     wanted "$1" || return 0
     mkdir -p "$work/$1"
@@ -136,24 +123,27 @@ one() {
 
 echo "verify: Spin $(spin -V 2>/dev/null | sed -n 's/^Spin Version \([^ ]*\).*/\1/p'), every interleaving, safety (assertions + end states)"
 
-# 1. no lost wakeup (src/sched/pool.c, parker, src/io/netpoll.c)
+# 1. no lost wakeup (src/sched/pool.c, the parker, and through
+#    src/sched/poller.h the netpoller: src/io/netpoll.c, src/io/fd.c)
 one pool            pass pool.pml "" ""
-one pool.no_recheck twin pool.pml "-DBROKEN_NO_RECHECK" \
-    "the submitter pushes two tasks and reads nspinning = 1 (one searcher); that searcher parks without re-checking, the other worker (not allowed to search) parks too: both asleep, two tasks queued"
-one pool.read_before_push twin pool.pml "-DBROKEN_READ_BEFORE_PUSH" \
+one pool.no_recheck twin pool.pml "-DSPIN_RULE -DBROKEN_NO_RECHECK" \
+    "the submitter pushes two tasks and reads nspinning = 1 (one searcher); that searcher parks without re-checking, the other worker, which did not search, parks too: both asleep, two tasks queued"
+one pool.read_before_push twin pool.pml "-DSPIN_RULE -DBROKEN_READ_BEFORE_PUSH" \
     "the submitter reads nspinning = 1 before pushing its second task; the searcher drops nspinning and re-checks, the other worker re-checks, both before the push lands: both asleep, the task queued"
-one pool.lost_unpark twin pool.pml "-DBROKEN_LOST_UNPARK" \
+one pool.lost_unpark twin pool.pml "-DSPIN_RULE -DBROKEN_LOST_UNPARK" \
     "wakep takes a worker off the idle list and unparks it before it sleeps; the unpark is dropped; counted as the searcher (nspinning = 1, so the next submit wakes nobody), it sleeps for good"
-one pool.rmw_not_fence twin pool.pml "-DBROKEN_RMW_NOT_FENCE" \
-    "the searcher's re-check loads complete before its nidle += 1 / nspinning -= 1 are visible (C11 and AArch64 LL/SC allow it); the submitter reads nspinning = 1 and leaves its tasks to it; both workers sleep"
+one pool.rmw_not_fence twin pool.pml "-DSPIN_RULE -DBROKEN_RMW_NOT_FENCE" \
+    "without the fence, the searcher's re-check loads complete before its nidle += 1 / nspinning -= 1 are visible (C11 and AArch64 LL/SC allow it); the submitter reads nspinning = 1 and leaves its tasks to it; both workers sleep"
 one pool_io         pass pool.pml "-DIO -DHOG=1 -DWRITER=1" ""
-one pool_io.evfd_lost twin pool.pml "-DIO -DHOG=1 -DWRITER=1 -DBROKEN_EVFD_LOST" \
+one pool_io.evfd_lost twin pool.pml "-DSPIN_RULE -DIO -DHOG=1 -DWRITER=1 -DBROKEN_EVFD_LOST" \
     "the missed-kick's wakep picks the poller, the only idle worker, before it enters epoll_wait; the eventfd write is lost; counted as the searcher it blocks in epoll_wait, the other sleeps, the tasks wait"
-one pool_io.wakep   finding pool.pml "-DIO -DHOG=1 -DWRITER=3" \
-    "a wakep that found the idle list empty still counts nspinning = 1 while a worker parks and a submitter reads it: the task stays queued, a worker sleeps, the other runs a long task"
-one pool_io.wakep+fix pass pool.pml "-DIO -DHOG=1 -DWRITER=3 -DFIX_WAKEP" ""
-one pool_io.kick    finding pool.pml "-DIO -DHOG=3 -DWRITER=3 -DFIX_WAKEP" \
-    "the poller's give_up sees missed and kicks, but wakep does nothing while the sleeper-to-be still counts as spinning; the kicker runs a long task, nobody polls"
+one pool_io_h3w3    pass pool.pml "-DIO -DHOG=3 -DWRITER=3" ""
+one pool_io_w3      pass pool.pml "-DIO -DHOG=1 -DWRITER=3" ""
+one pool_io_w3.wakep_late_giveback twin pool.pml "-DSPIN_RULE -DIO -DHOG=1 -DWRITER=3 -DBROKEN_WAKEP_LATE_GIVEBACK" \
+    "a wakep that found the idle list empty gives nspinning back only after unlocking: a worker parks meanwhile and a submitter reads that 1; the task stays queued, the poller sleeps in epoll_wait, the other worker runs the hog"
+one pool_io_solo    pass pool.pml "-DIO -DNTASK=2 -DHOG=1 -DWRITER=1" ""
+one pool_io_solo.no_poll_recheck twin pool.pml "-DSPIN_RULE -DIO -DNTASK=2 -DHOG=1 -DWRITER=1 -DBROKEN_NO_POLL_RECHECK" \
+    "the poller's give_up sees missed and kicks, but wakep does nothing while both workers count as spinning; the kicker takes the hog, the other's last look misses the free poller and it sleeps on its futex: nobody polls"
 
 # 2. the coroutine claim (src/ctx/claim.h, claim.c)
 one claim           pass claim.pml "" ""
@@ -162,21 +152,23 @@ one claim.no_membarrier twin claim.pml "-DBROKEN_NO_MEMBARRIER" \
 one claim.no_wait   twin claim.pml "-DBROKEN_NO_WAIT" \
     "membarrier makes the owner's F1 visible, but the slow claim does not wait for claiming to clear and wins the CAS before the owner's RUNNING lands"
 
-# 3. await vs completion vs cancel (src/task.c)
+# 3. await vs completion vs cancel (src/sched/await.c, task_run.c,
+#    task_state.c, task.c)
 one task            pass task.pml "" ""
 one task.park_ignores_notified twin task.pml "-DBROKEN_PARK_IGNORES_NOTIFIED" \
-    "cancel_await takes the awaiter back and wakes it while it is still RUNNING (NOTIFIED); the park ignores the flag and goes IDLE; nobody wakes the awaiter again"
+    "end_await takes the awaiter back and wakes it while it is still RUNNING (NOTIFIED); the park ignores the flag and goes IDLE; nobody wakes the awaiter again"
 one task.no_takeback twin task.pml "-DBROKEN_NO_TAKEBACK" \
     "the cancel finds the slot empty; the awaiter then enters the slot without re-reading the flag and parks; the awaited task never ends"
 one task.cancel_reorder twin task.pml "-DBROKEN_CANCEL_REORDER" \
     "cancel's flag store passes its slot CAS: the CAS finds the slot empty, the awaiter enters it, its re-check still reads the flag clear and it parks; the await never ends"
 one task.inline_ref twin task.pml "-DBROKEN_INLINE_REF" \
-    "the inline claim also drops the queue entry's reference; the awaiter's consume frees the record; a worker then pops the stale entry and reads the freed record"
+    "the inline claim by CAS also drops the queue entry's reference; the awaiter's consume frees the record; the worker that popped the stale entry then reads the freed record"
 one task_lazy       pass task.pml "-DLAZY" ""
 one task_lazy.no_takeback twin task.pml "-DLAZY -DBROKEN_LAZY_NO_TAKEBACK" \
     "start_lazy puts the awaiter in the slot; the cancel came before and found nothing; lazy_park_action skips the re-check; the lazy task never ends"
 
-# 4. a wait record: wake vs timeout vs cancel (src/sched/wait.c, timer.c)
+# 4. a wait record: wake vs timeout vs cancel (src/sched/wait.c, timer.c,
+#    src/sync/waitq.h)
 one wait            pass wait.pml "" ""
 one wait.decide_store twin wait.pml "-DBROKEN_DECIDE_STORE" \
     "the cancel and the post both load PENDING, then both store their outcome: two winners, two wakes"
@@ -185,10 +177,11 @@ one wait.init_unlocked twin wait.pml "-DBROKEN_INIT_UNLOCKED" \
 one wait.remove_unlocked twin wait.pml "-DBROKEN_REMOVE_UNLOCKED" \
     "the cancel decides first; the timer starts firing under its lock; the waiter takes the timer out without the lock and returns; fire() then reads the freed record"
 
-# 5. sync_wait's last-waker hand-off (src/task.c)
+# 5. sync_wait's last-waker hand-off (src/sched/driver.c)
 one driver          pass driver.pml "" ""
 one driver.no_wakers_wait twin driver.pml "-DBROKEN_NO_WAKERS_WAIT" \
-    "the event's waker queues the task on the driver; the driver runs it to its end and returns; the waker's unpark then writes the freed driver's parker"
+    "the awaited task's end wakes the parked task and queues it on the driver; the driver runs it to its end and returns; the completer's unpark then writes the freed driver's parker"
+one driver_event    pass driver.pml "-DEVENT" ""
 one driver_pool     pass driver.pml "-DPOOL" ""
 one driver_pool.no_wakers_wait twin driver.pml "-DPOOL -DBROKEN_NO_WAKERS_WAIT" \
     "driver_finish on the pool's thread stores done; the waiting thread returns at once; the unpark then touches the freed driver"

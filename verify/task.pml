@@ -1,21 +1,29 @@
 /*
  * task.pml -- an await against the awaited task's completion, against a
- * cancel of the awaiter, on the task state word and the waiter slot
- * (src/task.c: top comment, weft_await, try_inline, await_action,
- * take_back_if_cancelled, cancel_await, weft_task_cancel, task_finish,
- * finish_action, weft__task_claim_idle, weft__task_claim_queued, wake,
- * weft__task_park, make_scheduled, consume, weft__task_unref; with -DLAZY
- * start_lazy and lazy_park_action; src/sched/wait.c weft__wait_init_hook,
- * weft__wait_leave).
+ * cancel of the awaiter, on the task state word and the waiter slot.
+ *   src/sched/await.c: top comment, await_until (weft_await), try_inline,
+ *     await_action, take_back, take_back_if_cancelled, end_await, consume;
+ *     with -DLAZY start_lazy and lazy_park_action
+ *   src/sched/task_run.c: task_finish (and at_home), finish_action,
+ *     weft__task_block (park_action)
+ *   src/sched/task_state.c: weft__task_claim_idle, weft__task_claim_queued,
+ *     weft__task_make_scheduled, wake (weft__task_wake), weft__task_park,
+ *     weft__task_unref
+ *   src/sched/task.c: weft_task_cancel
+ *   src/sched/wait.c: weft__wait_init_hook, weft__wait_cancel,
+ *     weft__wait_resume, weft__wait_leave (no deadline: arm_if_timed and
+ *     weft__wait_disarm do nothing)
+ *   src/sched/task.h: the state word (lifecycle, NOTIFIED, STARTED, refs)
  *
  * Processes
  *   awaiter     task A running weft_await(T) (and, being a task, its own
- *               post-switch actions on the thread it runs on).  A's code
- *               after a suspension goes on only when a resumer hands it the
- *               one resumption token (a_resume).
+ *               post-switch actions on the thread it runs on; A's home is
+ *               the pool).  A's code after a suspension goes on only when
+ *               a resumer hands it the one resumption token (a_resume).
  *   worker x2   pool workers: pop an entry; claim_queued; run T's body and
  *               task_finish, or resume A.
- *   canceller   another thread: weft_task_cancel(A).
+ *   canceller   another thread: weft_task_cancel(A) (A is never COMPLETE
+ *               here, so its first check never returns early).
  *   -DLAZY: lazy_runner  the thread A ran on, now running T (start_lazy
  *               switches to T, runs lazy_park_action there, then T's body).
  *
@@ -35,17 +43,20 @@
  *   cancelled, wl     A->cancelled, A->wait_lock
  *   cur_wait          A->cur_wait == &w (w: A's wait record, on A's stack)
  *   outcome, w_freed  w.outcome; w is gone (weft_await returned)
- *   q                 the pool's queues (entries ET = T, EA = A)
+ *   q                 the pool's queues (entries ET = T, EA = A); whether
+ *                     T's entry is the newest of A's own deque (try_inline's
+ *                     pop) is left open: either, while ET is queued
  *
  * Atomicity: each CAS loop on a state word (wake, park, claim_idle,
- * claim_queued, make_scheduled, finish_action) is one step: it takes
- * effect at its successful CAS, whose decision rests on the value that CAS
- * read.  An exchange, a fetch_sub, a store or a load is one step; a locked
- * section on wait_lock is its steps between a lock and an unlock step.
+ * claim_queued, make_scheduled, finish_action's weft__task_set) is one
+ * step: it takes effect at its successful CAS, whose decision rests on the
+ * value that CAS read.  An exchange, a fetch_sub, a store or a load is one
+ * step; a locked section on wait_lock is its steps between a lock and an
+ * unlock step.
  *
  * Memory order.  The orderings that the argument rests on are seq_cst:
  * cancel's store of the flag, the awaiter's CAS into the slot and its load
- * of the flag (take_back_if_cancelled), cancel_await's CAS; the rest pairs
+ * of the flag (take_back_if_cancelled), take_back's CAS; the rest pairs
  * release with acquire on the same word (result written before the
  * exchange that publishes DONE, read after the acquire load that sees
  * DONE; the park's release and the claims' acquire), and the reference
@@ -54,7 +65,11 @@
  * the word the pair is on, or data published through it), and the seq_cst
  * accesses form the single total order that the interleavings are.  The
  * one reordering the seq_cst forbids is modelled by the twin
- * BROKEN_CANCEL_REORDER: cancel's flag store passing its CAS.
+ * BROKEN_CANCEL_REORDER: cancel's flag store passing its CAS.  Two
+ * relaxed accesses: await_until's first look at A's flag (a stale 0 only
+ * leads to weft__wait_init_hook, which reads it again under wait_lock; the
+ * flag never goes back to 0), and try_inline's plain store of the popped
+ * T's state (nobody else can reach T then: the entry was the only way).
  *
  * Assertions
  *   - A is resumed only while it waits, and by one party at a time (never
@@ -73,7 +88,8 @@
  *                        re-check of the flag after entering the slot).
  *   BROKEN_CANCEL_REORDER  cancel's flag store becomes visible only after
  *                        its slot CAS (what seq_cst rules out).
- *   BROKEN_INLINE_REF    try_inline's claim also drops the queue entry's
+ *   BROKEN_INLINE_REF    try_inline's claim by CAS (T not the newest of
+ *                        our own deque) also drops the queue entry's
  *                        reference, though the entry stays queued.
  *   BROKEN_LAZY_NO_TAKEBACK (-DLAZY)  lazy_park_action skips the re-check.
  */
@@ -269,18 +285,30 @@ proctype lazy_runner() {
 
 proctype awaiter() {
     bit ok, r, tb, c, ended;
-    /* weft_await(T) */
+    /* weft_await(T): await_until */
     d_step { TACC; ended = (waiter == W_DONE) };
     if
     :: ended -> goto consume
     :: else -> skip
     fi;
+    /* a cancelled task starts no wait, and runs no body inline */
+    if
+    :: cancelled -> goto detach /* -ECANCELED */
+    :: else -> skip
+    fi;
 #ifndef LAZY
-    /* try_inline: claim T by CAS while it sits, never started, in a queue */
+    /* try_inline: take T while it sits, never started, in a queue */
     d_step {
         TACC;
         if
+        :: LC(ts) == LC_SCHED && !(ts & STARTED) && q??[ET] ->
+            /* T's entry is the newest of our own deque: the pop takes the
+             * entry and its reference; a plain store of the state */
+            q??ET;
+            ts = ((ts & ~3) | LC_RUN | STARTED) - REF;
+            ok = 1
         :: LC(ts) == LC_SCHED && !(ts & STARTED) ->
+            /* elsewhere (another deque, the global queue): claim by CAS */
 #ifdef BROKEN_INLINE_REF
             ts = ((ts & ~3) | LC_RUN | STARTED) - REF;
 #else
@@ -299,7 +327,7 @@ proctype awaiter() {
     :: else -> skip
     fi;
 #endif
-    /* weft__wait_init_hook(&w, 0, cancel_await, T) */
+    /* weft__wait_init_hook(&w, 0, end_await, T) */
     atomic { wl == 0 -> wl = 1; c = cancelled; if :: !c -> cur_wait = 1 :: else -> skip fi };
     wl = 0;
     if
@@ -389,7 +417,7 @@ proctype canceller() {
     atomic { wl == 0 -> wl = 1 };
     if
     :: cur_wait ->
-        /* weft__wait_cancel -> cancel_await(w) */
+        /* weft__wait_cancel -> end_await(w, CANCELED): take_back */
         d_step {
             assert(!w_freed); TACC;
             if :: waiter == W_A -> waiter = W_NONE; ok = 1 :: else -> ok = 0 fi

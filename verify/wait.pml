@@ -1,11 +1,20 @@
 /*
  * wait.pml -- one wait record: a waker against the record's timer against
- * cancellation (src/sched/wait.h top comment; src/sched/wait.c
- * weft__wait_init / weft__wait_init_hook, decide_as, weft__wait_wake,
- * timer_fired, weft__wait_cancel, weft__wait_block, weft__wait_leave;
- * src/sched/timer.c weft__timers_add, weft__timers_run (fire under the
- * lock), weft__timers_remove; src/task.c weft_task_cancel, wake,
- * weft__task_park).
+ * cancellation.
+ *   src/sched/wait.h top comment; src/sched/wait.c: setup,
+ *     weft__wait_init / weft__wait_init_hook, decide_as (decide),
+ *     weft__wait_wake, resume, timer_fired, weft__wait_cancel,
+ *     weft__wait_arm (weft__task_timer_add), weft__wait_block,
+ *     weft__wait_disarm, weft__wait_leave
+ *   src/sync/waitq.h: weft__wq_wait, weft__wq_block (weft__wq_push,
+ *     weft__wq_remove), weft__wq_wake_one -- the path of every primitive
+ *     (mutex, cond, sem, wait group, channel) and of the event
+ *     (src/sync/event.c: wait_until, weft_event_set)
+ *   src/sched/timer.c: weft__timers_add, weft__timers_run (fire under the
+ *     lock), weft__timers_remove
+ *   src/sched/task.c: weft_task_cancel; src/sched/task_state.c: wake
+ *     (weft__task_wake), weft__task_park, weft__task_claim_queued;
+ *     src/sched/task_run.c: weft__task_block
  *
  * Processes
  *   waiter     a task in a primitive's wait (src/sync/waitq.h
@@ -14,9 +23,12 @@
  *              the timer if it has a deadline; park while PENDING; remove
  *              the timer; leave); retake the lock, unlink itself if still
  *              listed; return: the record, on its stack, is gone (w_freed).
- *   waker      the primitive's post (weft__wq_wake_one): under the
- *              primitive's lock, unlink the listed record and
- *              weft__wait_wake it.  It may never come.
+ *   waker      the primitive's post (weft__wq_wake_one; weft_event_set
+ *              calls it for every listed record): under the primitive's
+ *              lock, unlink the listed record and weft__wait_wake it.  It
+ *              may never come.  (The event's SETTING/SET step after the
+ *              unlock, and its waiters' wait for SET, are the event's own
+ *              lifetime rule, not the record's: event.c's top comment.)
  *   timers     a worker running the heap: under the timers' lock, take
  *              the due record out and fire it (timer_fired).  Fires only
  *              if the wait has a deadline (chosen by the waiter).
@@ -46,6 +58,12 @@
  * appear atomic to the others, and a CAS is atomic on its word.  The
  * outcome's loads in weft__wait_block's loop are acquire and see the CAS
  * in coherence order; the model's interleavings give exactly that.
+ *
+ * Left out: a plain thread's wait (its parker instead of the task's state
+ * word), the timer's -ENOMEM path (weft__wait_block then decides TIMEDOUT
+ * itself: one more party racing by the same CAS), weft__wait_init_nocancel
+ * (a record that no canceller can see), and the value a waker hands over
+ * (written under the primitive's lock, read after the waiter retakes it).
  *
  * Assertions
  *   - exactly one party decides (wins <= 1 when a CAS wins; at the end,
@@ -275,8 +293,10 @@ active proctype check() {
     timeout ->
     /* NOTIFIED may be left set: a wake that found the task still
      * RUNNING, when the loop then saw the outcome decided and did not
-     * park; the task's next park requeues it once (a stray resume, which
-     * every park loop absorbs) */
+     * park; the task's next park requeues it once, a stray resume that
+     * every park loop absorbs (wait.c's top comment says so; task.h:
+     * weft__task_park with NOTIFIED queues the task again and returns
+     * NULL) */
     assert(a_resume == 0 && len(q) == 0 && !armed &&
            (done && !listed && (refused || wins == 1) ||
             !done && !wk_will && !cn_will && !dl_will))
