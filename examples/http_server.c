@@ -25,6 +25,7 @@
  * in milliseconds or bytes):
  *
  *     malformed request          400, then close
+ *     HTTP version other than 1  505, then close
  *     request head over 8 KiB    431, then close (HTTP_MAX_HEAD bytes)
  *     head not complete within   HTTP_HEADER_TIMEOUT_MS (10000) of its
  *                                first byte: close (slowloris)
@@ -204,7 +205,9 @@ static int on_message_complete(http_parser *p)
     bool allowed = p->method == HTTP_GET || head;
 
     c->in_message = false;
-    if (path_is(c, "/plaintext") || path_is(c, "/json")) {
+    if (p->http_major != 1) { /* http-parser reads any one-digit version */
+        respond_error(c, "505 HTTP Version Not Supported");
+    } else if (path_is(c, "/plaintext") || path_is(c, "/json")) {
         bool json = path_is(c, "/json");
         if (allowed)
             respond(c, "200 OK", json ? "application/json" : "text/plain",
