@@ -36,8 +36,9 @@
  *                                within HTTP_WRITE_TIMEOUT_MS (10000)
  *                                closes the connection
  *
- * so a connection holds at most its 16 KiB input and its output limit,
- * whatever the client does.
+ * so a connection holds at most its 4 KiB input and its output limit,
+ * whatever the client does (and 6 KiB plus its stack while it does not
+ * pipeline).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -52,7 +53,12 @@
 #include <string.h>
 #include <time.h>
 
-#define INPUT_SIZE 16384
+/* Requests are small: 4 KiB per read takes a batch of ~100 pipelined
+ * ones, and a head up to the 8 KiB limit arrives in a few reads (the
+ * parser keeps no bytes of ours).  Output starts small and doubles up to
+ * the output limit only for a client that pipelines. */
+#define INPUT_SIZE 4096
+#define OUTPUT_INITIAL 2048
 /* The longest path worth keeping: longer ones are no route of ours. */
 #define PATH_KEEP 32
 /* Room one response needs in the output buffer (the longest is ~200). */
@@ -75,7 +81,7 @@ typedef struct http_conn {
      * rest of the input is ignored and the connection closes. */
     bool closing;
     char *out;
-    size_t out_len;
+    size_t out_len, out_cap;
     char in[INPUT_SIZE];
 } http_conn;
 
@@ -158,6 +164,22 @@ static void respond_error(http_conn *c, const char *status)
 
 /* ---------------------------------------------------------- parsing */
 
+/* Doubles the output buffer, up to the output limit: false when it is at
+ * the limit already (or no memory: then a smaller buffer just means
+ * more writes). */
+static bool grow_output(http_conn *c)
+{
+    if (c->out_cap >= output_limit)
+        return false;
+    size_t cap = c->out_cap * 2 < output_limit ? c->out_cap * 2 : output_limit;
+    char *p = realloc(c->out, cap);
+    if (p == NULL)
+        return false;
+    c->out = p;
+    c->out_cap = cap;
+    return true;
+}
+
 static int on_message_begin(http_parser *p)
 {
     http_conn *c = p->data;
@@ -223,8 +245,11 @@ static int on_message_complete(http_parser *p)
                 keep, http10);
     }
     /* Stop here when the connection is closing (what follows is not to
-     * be answered) or when the next response might not fit (flush first). */
-    if (c->closing || c->out_len + RESPONSE_MAX > output_limit)
+     * be answered) or when the next response might not fit (flush first,
+     * or grow the buffer while it is under the limit). */
+    if (c->closing)
+        http_parser_pause(p, 1);
+    else if (c->out_len + RESPONSE_MAX > c->out_cap && !grow_output(c))
         http_parser_pause(p, 1);
     return 0;
 }
@@ -279,7 +304,7 @@ static bool consume(http_conn *c, size_t len)
 static void handle(serve_conn *sc, int fd)
 {
     http_conn *c = malloc(sizeof *c);
-    char *out = malloc(output_limit);
+    char *out = malloc(OUTPUT_INITIAL);
     if (c == NULL || out == NULL) {
         free(c);
         free(out);
@@ -288,6 +313,7 @@ static void handle(serve_conn *sc, int fd)
     c->fd = fd;
     c->out = out;
     c->out_len = 0;
+    c->out_cap = OUTPUT_INITIAL;
     c->in_message = c->in_head = c->closing = false;
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
@@ -311,7 +337,7 @@ static void handle(serve_conn *sc, int fd)
         if (!consume(c, (size_t)n))
             break;
     }
-    free(out);
+    free(c->out);
     free(c);
 }
 
@@ -323,8 +349,8 @@ static int start(weft_pool *pool)
         serve_env("HTTP_KEEPALIVE_TIMEOUT_MS", 5000) * SERVE_MS;
     write_timeout_ns = serve_env("HTTP_WRITE_TIMEOUT_MS", 10000) * SERVE_MS;
     output_limit = serve_env("HTTP_OUTPUT_LIMIT", 65536);
-    if (output_limit < 2 * RESPONSE_MAX)
-        output_limit = 2 * RESPONSE_MAX;
+    if (output_limit < OUTPUT_INITIAL)
+        output_limit = OUTPUT_INITIAL;
     /* http-parser counts the request line and headers together against
      * this limit (a process-wide setting) and fails with
      * HPE_HEADER_OVERFLOW past it. */

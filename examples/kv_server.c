@@ -57,7 +57,10 @@
 #include <string.h>
 
 #define SHARDS 64
-#define INPUT_INITIAL 16384
+/* The input buffer starts at 4 KiB and doubles while a frame that does
+ * not fit is arriving; pipelined small commands are consumed read by
+ * read and never grow it. */
+#define INPUT_INITIAL 4096
 #define INLINE_MAX (64 * 1024)
 #define ARGS_MAX (1024 * 1024)
 /* Queued replies are written once they pass this. */
