@@ -45,9 +45,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "resp.h"
 #include "serve.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -61,8 +61,6 @@
  * not fit is arriving; pipelined small commands are consumed read by
  * read and never grow it. */
 #define INPUT_INITIAL 4096
-#define INLINE_MAX (64 * 1024)
-#define ARGS_MAX (1024 * 1024)
 /* Queued replies are written once they pass this. */
 #define OUTPUT_FLUSH (64 * 1024)
 #define SWEEP_EVERY_NS (100 * SERVE_MS)
@@ -203,11 +201,7 @@ typedef struct kv_conn {
     size_t out_len, out_cap;
     bool out_failed;   /* no memory for a reply: close */
     bool closing;      /* QUIT or a protocol error: close after replies */
-    /* The current command's arguments (pointers into in). */
-    const char **argv;
-    size_t *argl;
-    size_t argc, args_cap;
-    char why[64];      /* a protocol error's detail, when it needs words */
+    resp_args a;       /* the current command's arguments (pointers into in) */
 } kv_conn;
 
 static bool reserve(kv_conn *c, size_t more)
@@ -296,65 +290,28 @@ static uint64_t now_ns(void)
     return serve_now_ns();
 }
 
-/* Redis's rule for integers (string2ll): optional '-', digits, no
- * leading zeros, no spaces, within long long. */
-static bool parse_ll(const char *s, size_t len, long long *out)
-{
-    if (len == 0 || len > 20)
-        return false;
-    size_t i = 0;
-    bool neg = false;
-    if (s[0] == '-') {
-        neg = true;
-        if (++i == len)
-            return false;
-    }
-    if (s[i] == '0' && len > i + 1)
-        return false;
-    unsigned long long v = 0;
-    for (; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (ULLONG_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (unsigned long long)LLONG_MAX + 1)
-            return false;
-        *out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN
-                                                      : -(long long)v;
-    } else {
-        if (v > (unsigned long long)LLONG_MAX)
-            return false;
-        *out = (long long)v;
-    }
-    return true;
-}
-
 static bool arg_is(const kv_conn *c, size_t i, const char *word)
 {
     size_t n = strlen(word);
-    return c->argl[i] == n && strncasecmp(c->argv[i], word, n) == 0;
+    return c->a.argl[i] == n && strncasecmp(c->a.argv[i], word, n) == 0;
 }
 
 static void cmd_ping(kv_conn *c)
 {
-    if (c->argc > 2)
+    if (c->a.argc > 2)
         reply_wrong_args(c, "ping");
-    else if (c->argc == 2)
-        reply_bulk(c, c->argv[1], c->argl[1]);
+    else if (c->a.argc == 2)
+        reply_bulk(c, c->a.argv[1], c->a.argl[1]);
     else
         REPLY_LITERAL(c, "+PONG\r\n");
 }
 
 static void cmd_echo(kv_conn *c)
 {
-    if (c->argc != 2)
+    if (c->a.argc != 2)
         reply_wrong_args(c, "echo");
     else
-        reply_bulk(c, c->argv[1], c->argl[1]);
+        reply_bulk(c, c->a.argv[1], c->a.argl[1]);
 }
 
 /* Stores key = value; keep_ttl keeps the old deadline.  Returns false
@@ -386,19 +343,19 @@ static bool set_one(const char *k, size_t klen, const char *v, size_t vlen,
 
 static void cmd_set(kv_conn *c)
 {
-    if (c->argc < 3) {
+    if (c->a.argc < 3) {
         reply_wrong_args(c, "set");
         return;
     }
     uint64_t expires = 0;
     int only = 0;
     bool keep_ttl = false, have_expiry = false;
-    for (size_t i = 3; i < c->argc; i++) {
+    for (size_t i = 3; i < c->a.argc; i++) {
         bool ex = arg_is(c, i, "EX"), px = arg_is(c, i, "PX");
-        if ((ex || px) && i + 1 < c->argc && !have_expiry && !keep_ttl) {
+        if ((ex || px) && i + 1 < c->a.argc && !have_expiry && !keep_ttl) {
             long long t;
             i++;
-            if (!parse_ll(c->argv[i], c->argl[i], &t)) {
+            if (!resp_parse_ll(c->a.argv[i], c->a.argl[i], &t)) {
                 reply_error(c, "ERR value is not an integer or out of range");
                 return;
             }
@@ -422,7 +379,7 @@ static void cmd_set(kv_conn *c)
         }
     }
     bool done;
-    if (!set_one(c->argv[1], c->argl[1], c->argv[2], c->argl[2], expires,
+    if (!set_one(c->a.argv[1], c->a.argl[1], c->a.argv[2], c->a.argl[2], expires,
                  only, keep_ttl, &done))
         reply_error(c, "ERR out of memory");
     else if (done)
@@ -447,25 +404,25 @@ static void get_one(kv_conn *c, const char *k, size_t klen)
 
 static void cmd_get(kv_conn *c)
 {
-    if (c->argc != 2)
+    if (c->a.argc != 2)
         reply_wrong_args(c, "get");
     else
-        get_one(c, c->argv[1], c->argl[1]);
+        get_one(c, c->a.argv[1], c->a.argl[1]);
 }
 
 /* DEL (remove) and EXISTS: how many of the keys there were. */
 static void count_keys(kv_conn *c, const char *name, bool remove)
 {
-    if (c->argc < 2) {
+    if (c->a.argc < 2) {
         reply_wrong_args(c, name);
         return;
     }
     long long n = 0;
-    for (size_t i = 1; i < c->argc; i++) {
-        uint64_t h = hash_key(c->argv[i], c->argl[i]);
+    for (size_t i = 1; i < c->a.argc; i++) {
+        uint64_t h = hash_key(c->a.argv[i], c->a.argl[i]);
         shard *s = shard_of(h);
         weft_mutex_lock(&s->lock);
-        entry **link = find(s, h, c->argv[i], c->argl[i], now_ns());
+        entry **link = find(s, h, c->a.argv[i], c->a.argl[i], now_ns());
         entry *e = *link;
         if (e != NULL) {
             n++;
@@ -482,12 +439,12 @@ static void count_keys(kv_conn *c, const char *name, bool remove)
 
 static void cmd_incr(kv_conn *c)
 {
-    if (c->argc != 2) {
+    if (c->a.argc != 2) {
         reply_wrong_args(c, "incr");
         return;
     }
-    const char *k = c->argv[1];
-    size_t klen = c->argl[1];
+    const char *k = c->a.argv[1];
+    size_t klen = c->a.argl[1];
     uint64_t h = hash_key(k, klen);
     shard *s = shard_of(h);
     /* The new entry is made under the lock: its value depends on the old
@@ -496,7 +453,7 @@ static void cmd_incr(kv_conn *c)
     entry **link = find(s, h, k, klen, now_ns());
     long long v = 0;
     if (*link != NULL &&
-        !parse_ll((*link)->data + (*link)->klen, (*link)->vlen, &v)) {
+        !resp_parse_ll((*link)->data + (*link)->klen, (*link)->vlen, &v)) {
         weft_mutex_unlock(&s->lock);
         reply_error(c, "ERR value is not an integer or out of range");
         return;
@@ -523,15 +480,15 @@ static void cmd_incr(kv_conn *c)
 
 static void cmd_mset(kv_conn *c)
 {
-    if (c->argc < 3 || c->argc % 2 == 0) {
+    if (c->a.argc < 3 || c->a.argc % 2 == 0) {
         reply_wrong_args(c, "mset");
         return;
     }
     /* Key by key: another client may see some keys set before others (a
      * real Redis runs MSET atomically; this map has no multi-shard lock). */
-    for (size_t i = 1; i < c->argc; i += 2) {
+    for (size_t i = 1; i < c->a.argc; i += 2) {
         bool done;
-        if (!set_one(c->argv[i], c->argl[i], c->argv[i + 1], c->argl[i + 1],
+        if (!set_one(c->a.argv[i], c->a.argl[i], c->a.argv[i + 1], c->a.argl[i + 1],
                      0, 0, false, &done)) {
             reply_error(c, "ERR out of memory");
             return;
@@ -544,13 +501,13 @@ static bool flush(kv_conn *c);
 
 static void cmd_mget(kv_conn *c)
 {
-    if (c->argc < 2) {
+    if (c->a.argc < 2) {
         reply_wrong_args(c, "mget");
         return;
     }
-    reply_fmt(c, "*%zu\r\n", c->argc - 1);
-    for (size_t i = 1; i < c->argc && !c->closing; i++) {
-        get_one(c, c->argv[i], c->argl[i]);
+    reply_fmt(c, "*%zu\r\n", c->a.argc - 1);
+    for (size_t i = 1; i < c->a.argc && !c->closing; i++) {
+        get_one(c, c->a.argv[i], c->a.argl[i]);
         /* A long answer goes out as it grows (no lock is held here). */
         if (c->out_len > OUTPUT_FLUSH && !flush(c))
             c->closing = true;
@@ -560,13 +517,13 @@ static void cmd_mget(kv_conn *c)
 static void cmd_config(kv_conn *c)
 {
     /* redis-benchmark reads these two at start; nothing is persisted. */
-    if (c->argc == 3 && arg_is(c, 1, "GET") && arg_is(c, 2, "save"))
+    if (c->a.argc == 3 && arg_is(c, 1, "GET") && arg_is(c, 2, "save"))
         REPLY_LITERAL(c, "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
-    else if (c->argc == 3 && arg_is(c, 1, "GET") && arg_is(c, 2, "appendonly"))
+    else if (c->a.argc == 3 && arg_is(c, 1, "GET") && arg_is(c, 2, "appendonly"))
         REPLY_LITERAL(c, "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
-    else if (c->argc == 3 && arg_is(c, 1, "GET"))
+    else if (c->a.argc == 3 && arg_is(c, 1, "GET"))
         REPLY_LITERAL(c, "*0\r\n");
-    else if (c->argc < 2)
+    else if (c->a.argc < 2)
         reply_wrong_args(c, "config");
     else
         reply_error(c, "ERR unknown subcommand or wrong number of arguments "
@@ -579,16 +536,16 @@ static void cmd_unknown(kv_conn *c)
      * bytes of them. */
     char args[160] = "";
     size_t used = 0;
-    for (size_t i = 1; i < c->argc && used < 128; i++) {
+    for (size_t i = 1; i < c->a.argc && used < 128; i++) {
         int n = snprintf(args + used, sizeof args - used, "'%.*s' ",
-                         (int)(c->argl[i] < 128 ? c->argl[i] : 128),
-                         c->argv[i]);
+                         (int)(c->a.argl[i] < 128 ? c->a.argl[i] : 128),
+                         c->a.argv[i]);
         if (n < 0 || (size_t)n >= sizeof args - used)
             break;
         used += (size_t)n;
     }
     reply_error(c, "ERR unknown command '%.*s', with args beginning with: %s",
-                (int)(c->argl[0] < 128 ? c->argl[0] : 128), c->argv[0], args);
+                (int)(c->a.argl[0] < 128 ? c->a.argl[0] : 128), c->a.argv[0], args);
 }
 
 static void execute(kv_conn *c)
@@ -620,166 +577,6 @@ static void execute(kv_conn *c)
         cmd_unknown(c);
 }
 
-/* ================================================================ parsing */
-
-enum { PARSE_ERROR = -1, PARSE_MORE = 0, PARSE_DONE = 1 };
-
-static bool add_arg(kv_conn *c, const char *p, size_t len)
-{
-    if (c->argc == c->args_cap) {
-        size_t cap = c->args_cap ? c->args_cap * 2 : 16;
-        const char **v = realloc(c->argv, cap * sizeof *v);
-        if (v == NULL)
-            return false;
-        c->argv = v;
-        size_t *l = realloc(c->argl, cap * sizeof *l);
-        if (l == NULL)
-            return false;
-        c->argl = l;
-        c->args_cap = cap;
-    }
-    c->argv[c->argc] = p;
-    c->argl[c->argc] = len;
-    c->argc++;
-    return true;
-}
-
-/* Reads "<digits>\r\n" at p (up to end) as a long long: PARSE_DONE with
- * *next past the CRLF, PARSE_MORE, or PARSE_ERROR. */
-static int parse_line_number(const char *p, const char *end, long long *v,
-                             const char **next)
-{
-    const char *cr = memchr(p, '\r', (size_t)(end - p));
-    if (cr == NULL)
-        return end - p > 32 ? PARSE_ERROR : PARSE_MORE;
-    if (cr + 1 >= end)
-        return PARSE_MORE;
-    if (cr[1] != '\n' || !parse_ll(p, (size_t)(cr - p), v))
-        return PARSE_ERROR;
-    *next = cr + 2;
-    return PARSE_DONE;
-}
-
-/* One RESP array of bulk strings at in[in_start..): its arguments into
- * c->argv.  *why is set on PARSE_ERROR. */
-static int parse_multibulk(kv_conn *c, size_t *consumed, const char **why)
-{
-    const char *start = c->in + c->in_start, *end = c->in + c->in_len;
-    const char *p = start + 1;
-    long long count;
-    int r = parse_line_number(p, end, &count, &p);
-    if (r != PARSE_DONE) {
-        *why = "invalid multibulk length";
-        return r;
-    }
-    if (count > ARGS_MAX) {
-        *why = "invalid multibulk length";
-        return PARSE_ERROR;
-    }
-    c->argc = 0;
-    for (long long i = 0; i < count; i++) {
-        if (p >= end)
-            return PARSE_MORE;
-        if (*p != '$') {
-            snprintf(c->why, sizeof c->why, "expected '$', got '%c'", *p);
-            *why = c->why;
-            return PARSE_ERROR;
-        }
-        long long len;
-        r = parse_line_number(p + 1, end, &len, &p);
-        if (r != PARSE_DONE || len < 0 || (unsigned long long)len > max_bulk) {
-            *why = "invalid bulk length";
-            return r == PARSE_MORE ? PARSE_MORE : PARSE_ERROR;
-        }
-        if ((size_t)(end - p) < (size_t)len + 2)
-            return PARSE_MORE;
-        if (p[len] != '\r' || p[len + 1] != '\n') {
-            *why = "invalid bulk length"; /* the length was a lie */
-            return PARSE_ERROR;
-        }
-        if (!add_arg(c, p, (size_t)len)) {
-            *why = "out of memory";
-            return PARSE_ERROR;
-        }
-        p += len + 2;
-    }
-    *consumed = (size_t)(p - start);
-    return PARSE_DONE;
-}
-
-static int hexval(int ch)
-{
-    return isdigit(ch) ? ch - '0' : isxdigit(ch) ? tolower(ch) - 'a' + 10 : -1;
-}
-
-/* An inline command: words separated by blanks; "..." with C escapes
- * (\n \r \t \b \a \\ \" \xHH) and '...' with \' are one word each, and a
- * closing quote must end its word (Redis's sdssplitargs).  Words are
- * unquoted in place. */
-static int parse_inline(kv_conn *c, size_t *consumed, const char **why)
-{
-    char *start = c->in + c->in_start, *end = c->in + c->in_len;
-    char *nl = memchr(start, '\n', (size_t)(end - start));
-    if (nl == NULL) {
-        if (end - start > INLINE_MAX) {
-            *why = "too big inline request";
-            return PARSE_ERROR;
-        }
-        return PARSE_MORE;
-    }
-    char *lend = nl > start && nl[-1] == '\r' ? nl - 1 : nl;
-    *consumed = (size_t)(nl + 1 - start);
-    c->argc = 0;
-    char *p = start;
-    for (;;) {
-        while (p < lend && isspace((unsigned char)*p))
-            p++;
-        if (p == lend)
-            break;
-        char *w = p, *o = p;
-        if (*p == '"' || *p == '\'') {
-            char q = *p++;
-            for (;;) {
-                if (p == lend) {
-                    *why = "unbalanced quotes in request";
-                    return PARSE_ERROR;
-                }
-                if (q == '"' && *p == '\\' && p + 3 < lend && p[1] == 'x' &&
-                    hexval(p[2]) >= 0 && hexval(p[3]) >= 0) {
-                    *o++ = (char)(hexval(p[2]) * 16 + hexval(p[3]));
-                    p += 4;
-                } else if (*p == '\\' && p + 1 < lend &&
-                           (q == '"' || p[1] == '\'')) {
-                    char e = p[1];
-                    *o++ = q == '\'' ? '\''
-                         : e == 'n' ? '\n' : e == 'r' ? '\r'
-                         : e == 't' ? '\t' : e == 'b' ? '\b'
-                         : e == 'a' ? '\a' : e;
-                    p += 2;
-                } else if (*p == q) {
-                    p++;
-                    if (p < lend && !isspace((unsigned char)*p)) {
-                        *why = "unbalanced quotes in request";
-                        return PARSE_ERROR;
-                    }
-                    break;
-                } else {
-                    *o++ = *p++;
-                }
-            }
-        } else {
-            while (p < lend && !isspace((unsigned char)*p))
-                p++;
-            o = p;
-        }
-        if (!add_arg(c, w, (size_t)(o - w))) {
-            *why = "out of memory";
-            return PARSE_ERROR;
-        }
-    }
-    return PARSE_DONE;
-}
-
 /* ================================================================ connection */
 
 static bool flush(kv_conn *c)
@@ -804,16 +601,15 @@ static bool run_commands(kv_conn *c)
     while (c->in_start < c->in_len && !c->closing) {
         size_t consumed = 0;
         const char *why = NULL;
-        int r = c->in[c->in_start] == '*'
-                    ? parse_multibulk(c, &consumed, &why)
-                    : parse_inline(c, &consumed, &why);
-        if (r == PARSE_MORE)
+        int r = resp_parse(c->in + c->in_start, c->in_len - c->in_start,
+                           max_bulk, &c->a, &consumed, &why);
+        if (r == RESP_MORE)
             break;
-        if (r == PARSE_ERROR) {
+        if (r == RESP_ERROR) {
             reply_error(c, "ERR Protocol error: %s", why);
             return false;
         }
-        if (c->argc > 0) /* empty lines and *0 are skipped, as Redis does */
+        if (c->a.argc > 0) /* empty lines and *0 are skipped, as Redis does */
             execute(c);
         c->in_start += consumed;
         if (c->out_failed)
@@ -836,7 +632,7 @@ static bool make_room(kv_conn *c)
     }
     if (c->in_len < c->in_cap)
         return true;
-    size_t limit = max_bulk + INLINE_MAX;
+    size_t limit = max_bulk + RESP_INLINE_MAX;
     if (c->in_cap >= limit)
         return false;
     size_t cap = c->in_cap * 2 < limit ? c->in_cap * 2 : limit;
@@ -885,8 +681,7 @@ static void handle(serve_conn *sc, int fd)
     }
     free(c.in);
     free(c.out);
-    free(c.argv);
-    free(c.argl);
+    resp_args_free(&c.a);
 }
 
 /* ================================================================ sweeper */
