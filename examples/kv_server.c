@@ -9,8 +9,9 @@
  * [KEEPTTL], GET, DEL key..., EXISTS key..., INCR, MSET key value ...,
  * MGET key..., QUIT, and CONFIG GET (answering only what redis-benchmark
  * asks: save and appendonly, both off).  Requests are RESP arrays of bulk
- * strings or inline commands (a line of words, with Redis's quoting), and
- * may be pipelined: every complete command in one read is executed in
+ * strings or inline commands (a line of words, with Redis's quoting; the
+ * reader is resp.c, fuzzed by tests/fuzz/fuzz_resp.c), and may be
+ * pipelined: every complete command in one read is executed in
  * order and their replies go out in one write.  Errors are RESP errors,
  * worded as redis-server 7 words them (-ERR unknown command 'FOO', with
  * args beginning with: ...; -ERR wrong number of arguments for 'get'
