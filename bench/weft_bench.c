@@ -41,11 +41,13 @@
  * region, and each peer gets T as its THREADS argument.  The single-thread
  * workloads (switch, create, memory) always get 1, once.
  *
- * Servers.  A server workload (echo, http, kv) has no in-process weft measurement:
- * weft's server program (built beside weft-bench, when it can be) and each
- * peer's (peers/peer-NAME-WORKLOAD) are run alike by the workload's
- * run_server, interleaved run by run as above.  Its unit is a rate (more is
- * better), so its ratio is weft / peer.
+ * Servers.  A server workload (echo, http, kv...) has no in-process weft
+ * measurement: weft's server program (built beside weft-bench, when it
+ * can be) and each peer's (peers/peer-NAME-SUFFIX, SUFFIX the workload's
+ * server_suffix or name) are run alike by the workload's run_server,
+ * interleaved run by run as above; a run_server whose client program is
+ * not installed makes the row n/a, naming the package.  Its unit is a
+ * rate (more is better), so its ratio is weft / peer.
  *
  * Output.  Progress goes to stderr ("[i/N] WORKLOAD T=t run j/R: ..."), the
  * tables to stdout (report.c), so `weft-bench > table.txt` keeps only the
