@@ -4,7 +4,7 @@
 A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
 runs `WEFT_BENCH --quick --only switch,memory,fib,echo --sweep 1,2 --json F
 [--plot G]` and checks the JSON against the schema documented in
-bench/README.md (weft-bench/2): every key there, types, states, one run
+bench/README.md (weft-bench/3): every key there, types, states, one run
 value per run for measured implementations (and per extra figure: echo's
 latency percentiles), min <= median <= max, weft's ratio 1, echo alone
 higher-is-better, one cell per worker count for the pooled workloads and
@@ -57,7 +57,7 @@ def main():
 
     with open(jpath) as f:
         d = json.load(f)
-    if need(d, "schema", str, "") != "weft-bench/2":
+    if need(d, "schema", str, "") != "weft-bench/3":
         fail("schema is %r" % d["schema"])
     need(d, "date", str, "")
     m = need(d, "machine", dict, "")

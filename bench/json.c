@@ -1,6 +1,6 @@
 /*
  * json.c — --json FILE: everything one invocation measured, for scripts.
- * The schema ("weft-bench/2") is documented in bench/README.md; a change
+ * The schema ("weft-bench/3") is documented in bench/README.md; a change
  * to what is written here changes that document and the schema name.
  */
 #include <errno.h>
@@ -56,7 +56,8 @@ static void write_impl(FILE *f, const bench_cell *c, size_t k)
     fputs(", \"state\": ", f);
     jstr(f, state_name(r->state));
     fputs(", \"why\": ", f);
-    if (r->state == IMPL_SKIPPED || r->state == IMPL_FAILED)
+    if (r->state == IMPL_SKIPPED || r->state == IMPL_FAILED ||
+        (r->state == IMPL_NA && r->why[0] != '\0'))
         jstr(f, r->why);
     else
         fputs("null", f);
@@ -112,7 +113,7 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fprintf(stderr, "weft-bench: --json %s: %s\n", path, strerror(errno));
         return rc;
     }
-    fputs("{\n  \"schema\": \"weft-bench/2\",\n  \"date\": ", f);
+    fputs("{\n  \"schema\": \"weft-bench/3\",\n  \"date\": ", f);
     jstr(f, m->date);
     fputs(",\n  \"machine\": {\"cpu\": ", f);
     jstr(f, m->cpu);

@@ -62,6 +62,8 @@ static void make_row(row *out, const bench_cell *c, size_t k, bool first)
         return;
     case IMPL_NA:
         snprintf(out->col[4], sizeof out->col[4], "n/a");
+        if (r->why[0] != '\0') /* a server workload's missing client */
+            snprintf(out->tail, sizeof out->tail, "(%s)", r->why);
         return;
     case IMPL_FAILED:
         snprintf(out->col[4], sizeof out->col[4], "FAILED");

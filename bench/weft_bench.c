@@ -41,11 +41,13 @@
  * region, and each peer gets T as its THREADS argument.  The single-thread
  * workloads (switch, create, memory) always get 1, once.
  *
- * Servers.  A server workload (echo) has no in-process weft measurement:
- * weft's server program (built beside weft-bench, when it can be) and each
- * peer's (peers/peer-NAME-WORKLOAD) are run alike by the workload's
- * run_server, interleaved run by run as above.  Its unit is a rate (more is
- * better), so its ratio is weft / peer.
+ * Servers.  A server workload (echo, http, kv...) has no in-process weft
+ * measurement: weft's server program (built beside weft-bench, when it
+ * can be) and each peer's (peers/peer-NAME-SUFFIX, SUFFIX the workload's
+ * server_suffix or name) are run alike by the workload's run_server,
+ * interleaved run by run as above; a run_server whose client program is
+ * not installed makes the row n/a, naming the package.  Its unit is a
+ * rate (more is better), so its ratio is weft / peer.
  *
  * Output.  Progress goes to stderr ("[i/N] WORKLOAD T=t run j/R: ..."), the
  * tables to stdout (report.c), so `weft-bench > table.txt` keeps only the
@@ -502,14 +504,19 @@ static void measure_server(bench_cell *c, size_t k, unsigned j,
         snprintf(path, sizeof path, "%s/%s", at->dir, c->w->weft_server);
     else
         snprintf(path, sizeof path, "%s/peer-%s-%s", at->peers, r->name,
-                 c->w->name);
+                 c->w->server_suffix != NULL ? c->w->server_suffix
+                                             : c->w->name);
     if ((k == 0 ? at->dir : at->peers)[0] == '\0' || access(path, X_OK) != 0) {
         r->state = k == 0 ? IMPL_FAILED : IMPL_SKIPPED;
         snprintf(r->why, sizeof r->why, "not found: %.140s", path);
         progress(r, j);
         return;
     }
-    if (c->w->run_server(path, at->dir, &c->p, &s, r->why, sizeof r->why) != 0)
+    int rc = c->w->run_server(path, at->dir, &c->p, &s, r->why,
+                              sizeof r->why);
+    if (rc == 2)
+        r->state = IMPL_NA; /* its client is not installed: r->why says */
+    else if (rc != 0)
         r->state = IMPL_FAILED; /* r->why goes in the table */
     else
         record(r, c, &s);

@@ -5,7 +5,7 @@
  * anew (one epoll_ctl per wait that parks) and reads and writes with
  * MSG_DONTWAIT on blocking sockets.  Beside the `echo` row (owned fds,
  * registered once) it shows what the per-wait registration costs.  The
- * Go server is the same as in `echo`, for the ratio.
+ * peers' servers are echo's (server_suffix), for the ratio.
  */
 #include <stdlib.h>
 
@@ -23,7 +23,7 @@ static int run_borrowed(const char *server, const char *bench_dir,
     return rc;
 }
 
-static const char *const echo_borrowed_peers[] = { "go", NULL };
+static const char *const echo_borrowed_peers[] = { "go", "epoll", NULL };
 
 const bench_workload bench_wl_echo_borrowed = {
     .name = "echo-borrowed",
@@ -40,4 +40,5 @@ const bench_workload bench_wl_echo_borrowed = {
     .extra = bench_echo_extra,
     .run_server = run_borrowed,
     .weft_server = "echo/weft-echo-server",
+    .server_suffix = "echo", /* the same Go server as echo's */
 };

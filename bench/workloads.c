@@ -17,6 +17,10 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_soak,
     &bench_wl_echo,
     &bench_wl_echo_borrowed,
+    &bench_wl_http,
+    &bench_wl_http_1k,
+    &bench_wl_kv,
+    &bench_wl_kv_p16,
 };
 
 const size_t bench_workload_count =

@@ -12,7 +12,7 @@
  * workloads.c and to the sources in meson.build, and teach the peers that can
  * do it the same NAME (a peer that cannot exits 2 and shows as "n/a").
  *
- * A server workload (echo) is measured differently: every implementation,
+ * A server workload (echo, http, kv) is measured differently: every implementation,
  * weft included, is a server program, and the workload's run_server drives
  * one of them with a load generator.  weft's program is built beside
  * weft-bench (weft_server); a peer's is peers/peer-NAME-WORKLOAD, and it is
@@ -81,8 +81,9 @@ typedef struct bench_workload {
     /*
      * A server workload (run_weft is then NULL): one measurement of the
      * server program `prog`.  bench_dir is weft-bench's own directory (for
-     * the workload's client program).  Returns 0 with *out filled, or -1
-     * with why[] set.
+     * the workload's client program).  Returns 0 with *out filled, -1
+     * with why[] set, or 2 when the client program it drives is not
+     * installed (the row is n/a; why[] names the package).
      */
     int (*run_server)(const char *prog, const char *bench_dir,
                       const bench_params *p, bench_sample *out, char *why,
@@ -94,6 +95,10 @@ typedef struct bench_workload {
     /* At most this many runs per implementation (0: --runs): for a
      * workload whose one run is itself many rounds, and long (soak). */
     unsigned max_runs;
+    /* A peer's server program is peers/peer-NAME-SUFFIX: SUFFIX is this,
+     * or the workload's name when NULL (workloads that differ only in the
+     * client's load, e.g. http and http-1k, share one program). */
+    const char *server_suffix;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
@@ -120,6 +125,10 @@ int bench_echo_run(const char *server, const char *bench_dir,
                    size_t whylen);
 uint64_t bench_echo_expect(const bench_params *p);
 extern const bench_extra bench_echo_extra[];
+extern const bench_workload bench_wl_http;
+extern const bench_workload bench_wl_http_1k;
+extern const bench_workload bench_wl_kv;
+extern const bench_workload bench_wl_kv_p16;
 
 /* Every workload, in --list and default run order. */
 extern const bench_workload *const bench_workloads[];
