@@ -26,13 +26,22 @@
  * the kernel hand-off a runtime's ping-pong should beat.
  *
  * Check: the token, incremented once per move by whichever side moves: 2N.
+ *
+ * ping-pong-fp: the same, except that both sides do one double division
+ * (fp.h: raises inexact) at every move, before handing the turn over, and
+ * B then clears its flags (bench_fp_clear): A always parks with inexact
+ * raised and B with every flag clear, as two tasks of which one computes
+ * with doubles, so the contexts a worker switches between differ in their
+ * raised FP exception flags (see wl_switch.c's switch-fp).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include <weft/event.h>
 
 #include "clock.h"
+#include "fp.h"
 #include "wl_pool.h"
 #include "workloads.h"
 
@@ -47,16 +56,19 @@ typedef struct pp_run {
     bench_task_err err;
 } pp_run;
 
-static void *pp_a(void *arg)
+/* Side A's loop; fp is a constant in each caller, so ping-pong's loop is
+ * exactly the plain one.  Likewise B's below. */
+static inline __attribute__((always_inline)) void *pp_a_loop(pp_run *r,
+                                                             bool fp)
 {
-    pp_run *r = arg;
-
     r->t0 = bench_now_ns();
     for (uint64_t i = 0; i < r->n; i++) {
         weft_event *mine = &r->pong[i % 2];
         int rc;
 
         weft_event_init(mine);
+        if (fp)
+            bench_fp_raise();
         r->token++;
         weft_event_set(&r->ping[i % 2]);
         rc = weft_event_wait(mine);
@@ -69,10 +81,9 @@ static void *pp_a(void *arg)
     return NULL;
 }
 
-static void *pp_b(void *arg)
+static inline __attribute__((always_inline)) void *pp_b_loop(pp_run *r,
+                                                             bool fp)
 {
-    pp_run *r = arg;
-
     for (uint64_t i = 0; i < r->n; i++) {
         int rc = weft_event_wait(&r->ping[i % 2]);
 
@@ -81,15 +92,40 @@ static void *pp_b(void *arg)
             return NULL;
         }
         weft_event_init(&r->ping[(i + 1) % 2]);
+        if (fp) {
+            bench_fp_raise();
+            bench_fp_clear();
+        }
         r->token++;
         weft_event_set(&r->pong[i % 2]);
     }
     return NULL;
 }
 
-static int pp_weft(const bench_params *p, bench_sample *out)
+static void *pp_a(void *arg)
+{
+    return pp_a_loop(arg, false);
+}
+
+static void *pp_b(void *arg)
+{
+    return pp_b_loop(arg, false);
+}
+
+static void *pp_a_fp(void *arg)
+{
+    return pp_a_loop(arg, true);
+}
+
+static void *pp_b_fp(void *arg)
+{
+    return pp_b_loop(arg, true);
+}
+
+static int pp_run_weft(const bench_params *p, bench_sample *out, bool fp)
 {
     pp_run r = { .n = p->n };
+    weft_fn a_fn = fp ? pp_a_fp : pp_a, b_fn = fp ? pp_b_fp : pp_b;
     weft_pool *pool;
     weft_task *a, *b;
     int rc, rc2;
@@ -102,18 +138,18 @@ static int pp_weft(const bench_params *p, bench_sample *out)
     rc = bench_pool_create(&pool, p->threads, WHO);
     if (rc != 0)
         return rc;
-    rc = weft_spawn(&b, pool, pp_b, &r, NULL);
+    rc = weft_spawn(&b, pool, b_fn, &r, NULL);
     if (rc != 0) {
         fprintf(stderr, WHO ": weft_spawn (B): %s\n", weft_strerror(rc));
         bench_pool_destroy(pool, WHO);
         return rc;
     }
-    rc = weft_spawn(&a, pool, pp_a, &r, NULL);
+    rc = weft_spawn(&a, pool, a_fn, &r, NULL);
     if (rc != 0) {
         /* B is waiting for its first ping: main plays A (event waits block
          * a plain thread), so B finishes and the pool can drain. */
         fprintf(stderr, WHO ": weft_spawn (A): %s\n", weft_strerror(rc));
-        pp_a(&r);
+        a_fn(&r);
         weft_sync_wait(b, NULL);
         bench_pool_destroy(pool, WHO);
         return rc;
@@ -138,6 +174,16 @@ static int pp_weft(const bench_params *p, bench_sample *out)
     return 0;
 }
 
+static int pp_weft(const bench_params *p, bench_sample *out)
+{
+    return pp_run_weft(p, out, false);
+}
+
+static int pp_fp_weft(const bench_params *p, bench_sample *out)
+{
+    return pp_run_weft(p, out, true);
+}
+
 static uint64_t pp_expect(const bench_params *p)
 {
     return 2 * p->n;
@@ -154,6 +200,18 @@ const bench_workload bench_wl_ping_pong = {
     .default_n = 100000,
     .pooled = true,
     .run_weft = pp_weft,
+    .expect = pp_expect,
+    .peers = pp_peers,
+};
+
+const bench_workload bench_wl_ping_pong_fp = {
+    .name = "ping-pong-fp",
+    .desc = "as ping-pong, both sides divide a double at every move and B "
+            "clears its FP flags",
+    .unit = "us/round trip",
+    .default_n = 100000,
+    .pooled = true,
+    .run_weft = pp_fp_weft,
     .expect = pp_expect,
     .peers = pp_peers,
 };

@@ -3,12 +3,15 @@
 
 const bench_workload *const bench_workloads[] = {
     &bench_wl_switch,
+    &bench_wl_switch_fp,
     &bench_wl_create,
     &bench_wl_spawn_join,
     &bench_wl_skynet,
     &bench_wl_fib,
     &bench_wl_yield,
+    &bench_wl_yield_fp,
     &bench_wl_ping_pong,
+    &bench_wl_ping_pong_fp,
     &bench_wl_sync_wait,
     &bench_wl_timeout,
     &bench_wl_sleep,

@@ -97,12 +97,15 @@ typedef struct bench_workload {
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
+extern const bench_workload bench_wl_switch_fp;
 extern const bench_workload bench_wl_create;
 extern const bench_workload bench_wl_spawn_join;
 extern const bench_workload bench_wl_skynet;
 extern const bench_workload bench_wl_fib;
 extern const bench_workload bench_wl_yield;
+extern const bench_workload bench_wl_yield_fp;
 extern const bench_workload bench_wl_ping_pong;
+extern const bench_workload bench_wl_ping_pong_fp;
 extern const bench_workload bench_wl_sync_wait;
 extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_sleep;

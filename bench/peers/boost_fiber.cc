@@ -35,11 +35,22 @@
  *   yield       1000 fibers each call this_fiber::yield() N times and count;
  *               joined through their fiber handles; check 1000 N; ns per
  *               yield (elapsed / (1000 N)).
+ *   yield-fp    The same, except that every iteration of every fiber first
+ *               does one double division (fp.h: raises inexact), and the
+ *               odd fibers then clear their flags (bench_fp_clear), as
+ *               weft's yield-fp.  Boost.Context's switch saves and loads
+ *               MXCSR and the x87 control word (FPCR) at every switch,
+ *               flags included, so each fiber gets its own flags back and a
+ *               switch between an odd and an even fiber writes a different
+ *               MXCSR value (fp.h).
  *   ping-pong   fibers A and B bounce a token N round trips through two
  *               buffered_channel<uint64_t>s of capacity 2 (A pushes on one,
  *               pops the other; B the reverse; each side adds 1).  Which
  *               thread runs each fiber is the scheduler's choice, as in weft.
  *               Check: the token, 2N.  us per round trip.
+ *   ping-pong-fp  The same, except that both fibers do one double division
+ *               (fp.h) at every move, before they push, and B then clears
+ *               its flags, as weft's ping-pong-fp.
  *   sync-wait   N rounds of `async(launch::post, job).get()` from main's
  *               fiber, job returning i + 1.  main is a fiber on one of the
  *               pool's threads (a thread outside every scheduler cannot hand
@@ -76,6 +87,7 @@
 #include <thread>
 #include <vector>
 
+#include "fp.h"
 #include "peer.h"
 
 namespace fibers = boost::fibers;
@@ -214,12 +226,60 @@ bool is_power_of_10(uint64_t n)
     return n == 1;
 }
 
+// One yield-fp fiber's loop: fp and clear are constants in each caller,
+// so yield's loop is exactly the plain one.
+template <bool fp, bool clear>
+uint64_t yield_loop(uint64_t n)
+{
+    uint64_t c = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        if (fp) {
+            bench_fp_raise();
+            if (clear)
+                bench_fp_clear();
+        }
+        boost::this_fiber::yield();
+        c++;
+    }
+    return c;
+}
+
+// ping-pong's two sides; fp: ping-pong-fp (A raises, B raises and clears).
+template <bool fp>
+void pp_b(u64_channel *ping, u64_channel *pong, uint64_t n)
+{
+    uint64_t v;
+    for (uint64_t i = 0; i < n; i++) {
+        ping->pop(v);
+        if (fp) {
+            bench_fp_raise();
+            bench_fp_clear();
+        }
+        pong->push(v + 1);
+    }
+}
+
+template <bool fp>
+uint64_t pp_a(u64_channel *ping, u64_channel *pong, uint64_t n)
+{
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (fp)
+            bench_fp_raise();
+        ping->push(v + 1);
+        pong->pop(v);
+    }
+    return v;
+}
+
 // One measurement in main's fiber (timeout on one thread: see there): sets
 // *value and *check; false = n/a.
 bool measure(const char *w, uint64_t n, unsigned threads, double *value,
              uint64_t *check)
 {
     uint64_t t0, t1, sum = 0;
+    const bool fp_variant = std::strcmp(w, "yield-fp") == 0 ||
+                            std::strcmp(w, "ping-pong-fp") == 0;
 
     if (std::strcmp(w, "spawn-join") == 0) {
         std::vector<fibers::future<uint64_t>> futs;
@@ -242,45 +302,39 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         sum = fib(n);
         t1 = bench_now_ns();
         *value = double(t1 - t0) / 1e6;
-    } else if (std::strcmp(w, "yield") == 0) {
+    } else if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "yield-fp") == 0) {
         std::vector<uint64_t> counts(yield_fibers);
         std::vector<fibers::fiber> fs;
         fs.reserve(yield_fibers);
         t0 = bench_now_ns();
         for (int k = 0; k < yield_fibers; k++)
-            fs.emplace_back([&counts, k, n] {
-                uint64_t c = 0;
-                for (uint64_t j = 0; j < n; j++) {
-                    boost::this_fiber::yield();
-                    c++;
-                }
-                counts[size_t(k)] = c;
+            fs.emplace_back([&counts, k, n, fp_variant] {
+                counts[size_t(k)] = !fp_variant ? yield_loop<false, false>(n)
+                                    : k % 2    ? yield_loop<true, true>(n)
+                                               : yield_loop<true, false>(n);
             });
         for (auto &f : fs)
             f.join();
         t1 = bench_now_ns();
         for (uint64_t c : counts)
             sum += c;
-        *value = double(t1 - t0) / (double(yield_fibers) * double(n));
-    } else if (std::strcmp(w, "ping-pong") == 0) {
-        fibers::buffered_channel<uint64_t> ping{2}, pong{2};
+        const double ops = double(yield_fibers) * double(n);
+        *value = double(t1 - t0) / ops;
+    } else if (std::strcmp(w, "ping-pong") == 0 ||
+               std::strcmp(w, "ping-pong-fp") == 0) {
+        u64_channel ping{2}, pong{2};
         uint64_t token = 0;
-        fibers::fiber b([&ping, &pong, n] {
-            uint64_t v;
-            for (uint64_t i = 0; i < n; i++) {
-                ping.pop(v);
-                pong.push(v + 1);
-            }
+        fibers::fiber b([&ping, &pong, n, fp_variant] {
+            if (fp_variant)
+                pp_b<true>(&ping, &pong, n);
+            else
+                pp_b<false>(&ping, &pong, n);
         });
-        fibers::fiber a([&ping, &pong, &token, &t0, &t1, n] {
-            uint64_t v = 0;
+        fibers::fiber a([&ping, &pong, &token, &t0, &t1, n, fp_variant] {
             t0 = bench_now_ns();
-            for (uint64_t i = 0; i < n; i++) {
-                ping.push(v + 1);
-                pong.pop(v);
-            }
+            token = fp_variant ? pp_a<true>(&ping, &pong, n)
+                               : pp_a<false>(&ping, &pong, n);
             t1 = bench_now_ns();
-            token = v;
         });
         a.join();
         b.join();
@@ -348,8 +402,9 @@ int main(int argc, char **argv)
     peer_parse_args(argc, argv, &a);
     const char *w = a.workload;
     static const char *const known[] = { "spawn-join", "skynet", "fib",
-                                         "yield", "ping-pong", "sync-wait",
-                                         "sleep", "timeout" };
+                                         "yield", "yield-fp", "ping-pong",
+                                         "ping-pong-fp", "sync-wait", "sleep",
+                                         "timeout" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;

@@ -28,6 +28,12 @@
  *               signals the other side and sleeps on its own condition until
  *               the turn comes back.  Check: the token, 2N.  Unit: us per
  *               round trip.
+ *   ping-pong-fp  The same, except that at every move both jobs do one
+ *               double division (fp.h: raises inexact) before passing the
+ *               turn, and B then clears its flags (bench_fp_clear), as
+ *               weft's ping-pong-fp.  The kernel saves every thread's whole
+ *               FP state when it switches threads, so the flags change
+ *               nothing here but the two operations' own cost.
  *   skynet, fib n/a: recursive fork-join on a pool whose jobs block their
  *               worker deadlocks as soon as every worker waits for a child
  *               still in the queue.  (Running children inline when the pool
@@ -41,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp.h"
 #include "peer.h"
 
 typedef struct job {
@@ -249,6 +256,7 @@ typedef struct table {
     int turn;                   /* whose move: 0 = A, 1 = B */
     uint64_t token;
     uint64_t rounds;
+    bool fp;                    /* ping-pong-fp */
     uint64_t t0, t1;
     pthread_mutex_t done_mu;
     pthread_cond_t done_cv;
@@ -266,6 +274,11 @@ static void play(int k)
             pthread_cond_wait(&tbl.turn_cv[k], &tbl.mu);
         if (k == 0 && i == 0)
             tbl.t0 = bench_now_ns();
+        if (tbl.fp) {
+            bench_fp_raise();
+            if (k == 1)
+                bench_fp_clear();
+        }
         tbl.token++;
         tbl.turn = 1 - k;
         pthread_cond_signal(&tbl.turn_cv[1 - k]);
@@ -286,7 +299,7 @@ static void play(int k)
 static void side_a(void *arg) { (void)arg; play(0); }
 static void side_b(void *arg) { (void)arg; play(1); }
 
-static int run_ping_pong(pool *p, uint64_t n)
+static int run_ping_pong(pool *p, uint64_t n, bool fp)
 {
     memset(&tbl, 0, sizeof tbl);
     pthread_mutex_init(&tbl.mu, NULL);
@@ -295,6 +308,7 @@ static int run_ping_pong(pool *p, uint64_t n)
     pthread_mutex_init(&tbl.done_mu, NULL);
     pthread_cond_init(&tbl.done_cv, NULL);
     tbl.rounds = n;
+    tbl.fp = fp;
 
     if (pool_submit(p, side_b, NULL) != 0 || pool_submit(p, side_a, NULL) != 0)
         return PEER_EXIT_FAILED;
@@ -314,14 +328,15 @@ int main(int argc, char **argv)
     int rc;
 
     peer_parse_args(argc, argv, &a);
+    bool ping_pong = strcmp(a.workload, "ping-pong") == 0 ||
+                     strcmp(a.workload, "ping-pong-fp") == 0;
     if (strcmp(a.workload, "skynet") == 0 || strcmp(a.workload, "fib") == 0 ||
         strcmp(a.workload, "yield") == 0)
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
-    if (strcmp(a.workload, "ping-pong") == 0 && a.threads < 2)
+    if (ping_pong && a.threads < 2)
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* each side holds a worker */
     if (strcmp(a.workload, "spawn-join") != 0 &&
-        strcmp(a.workload, "sync-wait") != 0 &&
-        strcmp(a.workload, "ping-pong") != 0) {
+        strcmp(a.workload, "sync-wait") != 0 && !ping_pong) {
         fprintf(stderr, "peer-mutex-pool: no workload '%s'\n", a.workload);
         return PEER_EXIT_UNKNOWN_WORKLOAD;
     }
@@ -336,7 +351,7 @@ int main(int argc, char **argv)
     else if (strcmp(a.workload, "sync-wait") == 0)
         rc = run_sync_wait(&p, a.n);
     else
-        rc = run_ping_pong(&p, a.n);
+        rc = run_ping_pong(&p, a.n, strcmp(a.workload, "ping-pong-fp") == 0);
     pool_stop(&p);
     return rc;
 }

@@ -28,6 +28,11 @@
  *               libgomp's taskyield is a scheduling hint it may ignore (it
  *               does not switch tied tasks), so this figure is the cost of
  *               the call, not of a switch.
+ *   yield-fp    The same, except that every iteration of every task first
+ *               does one double division (fp.h: raises inexact), and the
+ *               odd tasks then clear their flags (bench_fp_clear), as weft's
+ *               yield-fp.  Since libgomp switches nothing here, this adds
+ *               the two operations' own cost only.
  *   ping-pong, sync-wait  n/a: OpenMP tasks have no way to block on one
  *               another except taskwait on their own children, and no
  *               submission from outside a parallel region.
@@ -38,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp.h"
 #include "peer.h"
 
 #define SKYNET_DIV 10
@@ -86,6 +92,7 @@ int main(int argc, char **argv)
     uint64_t *slots = NULL;
     uint64_t n, check = 0, t0 = 0, t1 = 0;
     double value;
+    int fp = 0; /* yield-fp */
     enum { SPAWN_JOIN, SKYNET, FIB, YIELD } w;
 
     peer_parse_args(argc, argv, &a);
@@ -106,7 +113,11 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(a.workload, "yield") == 0) {
         w = YIELD;
+    } else if (strcmp(a.workload, "yield-fp") == 0) {
+        w = YIELD;
+        fp = 1;
     } else if (strcmp(a.workload, "ping-pong") == 0 ||
+               strcmp(a.workload, "ping-pong-fp") == 0 ||
                strcmp(a.workload, "sync-wait") == 0) {
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
     } else {
@@ -153,6 +164,11 @@ int main(int argc, char **argv)
                 {
                     uint64_t count = 0;
                     for (uint64_t j = 0; j < n; j++) {
+                        if (fp) {
+                            bench_fp_raise();
+                            if (k % 2)
+                                bench_fp_clear();
+                        }
 #pragma omp taskyield
                         count++;
                     }

@@ -32,10 +32,10 @@
  *               it makes main join the arena and, with a free slot, run the
  *               job itself, so nothing would cross threads.)  Check: sum of
  *               (result - i) = N.  us per round trip.
- *   yield, ping-pong  n/a: a TBB task cannot give up its thread and be
- *               resumed later except through the resumable-task extension
- *               (tbb::task::suspend), which is not the task model TBB code
- *               is written in.
+ *   yield, ping-pong, yield-fp, ping-pong-fp  n/a: a TBB task cannot
+ *               give up its thread and be resumed later except through the
+ *               resumable-task extension (tbb::task::suspend), which is not
+ *               the task model TBB code is written in.
  */
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -237,7 +237,8 @@ int main(int argc, char **argv)
         return run_sync_wait(a.threads, n);
     if (std::strcmp(w, "soak") == 0)
         return run_soak(a.threads, n);
-    if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0)
+    if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0 ||
+        std::strcmp(w, "yield-fp") == 0 || std::strcmp(w, "ping-pong-fp") == 0)
         return PEER_EXIT_UNKNOWN_WORKLOAD; // see the top of this file
     std::fprintf(stderr, "peer-tbb: no workload '%s'\n", w);
     return PEER_EXIT_UNKNOWN_WORKLOAD;

@@ -25,11 +25,21 @@
 //	yield       1000 goroutines each call runtime.Gosched() N times and
 //	            count; WaitGroup; check 1000 N; ns per yield (elapsed /
 //	            (1000 N)).
+//	yield-fp    The same, except that every iteration of every goroutine
+//	            first does one float64 division of variables (1.0 / 3.0:
+//	            raises inexact), as weft's yield-fp.  Go has no way to
+//	            clear the FP exception flags (no fenv), so nothing clears
+//	            them: the goroutines do not differ in their raised flags,
+//	            and this adds only the division's cost.  Go's goroutine
+//	            switch neither saves nor loads MXCSR (FPCR) at all.
 //	ping-pong   goroutines A and B bounce a token N round trips through two
 //	            unbuffered channels, each side adding 1.  Go decides where
 //	            each goroutine runs (a woken goroutine usually goes to the
 //	            waker's P), as weft does.  Check: the token, 2N.  us per
 //	            round trip.
+//	ping-pong-fp  The same, except that both sides do one float64 division
+//	            at every move, before they send; as for yield-fp, nothing
+//	            clears the flags (Go cannot).
 //	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
 //	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
 //	            returned early).
@@ -71,6 +81,12 @@ const (
 	exitFailed  = 1
 	exitUnknown = 2
 )
+
+// The -fp workloads' division: operands in package variables, so the
+// compiler cannot fold it, and the quotient stored, so it cannot drop it.
+var fpNum, fpDen, fpSink = 1.0, 3.0, 0.0
+
+func fpRaise() { fpSink = fpNum / fpDen }
 
 func skynet(out chan<- uint64, num, size uint64) {
 	if size == 1 {
@@ -142,7 +158,7 @@ func spawnJoin(n uint64) (time.Duration, uint64) {
 	return time.Since(t0), sum
 }
 
-func yieldRun(n uint64) (time.Duration, uint64) {
+func yieldRun(n uint64, fp bool) (time.Duration, uint64) {
 	counts := make([]uint64, yieldTasks)
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -150,9 +166,17 @@ func yieldRun(n uint64) (time.Duration, uint64) {
 	for k := 0; k < yieldTasks; k++ {
 		go func(k int) {
 			var c uint64
-			for j := uint64(0); j < n; j++ {
-				runtime.Gosched()
-				c++
+			if fp {
+				for j := uint64(0); j < n; j++ {
+					fpRaise()
+					runtime.Gosched()
+					c++
+				}
+			} else {
+				for j := uint64(0); j < n; j++ {
+					runtime.Gosched()
+					c++
+				}
 			}
 			counts[k] = c
 			wg.Done()
@@ -183,7 +207,7 @@ func sleepRun(n uint64) (time.Duration, uint64) {
 	return late, onTime
 }
 
-func pingPong(n uint64) (time.Duration, uint64) {
+func pingPong(n uint64, fp bool) (time.Duration, uint64) {
 	ping := make(chan uint64)
 	pong := make(chan uint64)
 	done := make(chan struct{})
@@ -192,6 +216,9 @@ func pingPong(n uint64) (time.Duration, uint64) {
 	go func() {
 		for i := uint64(0); i < n; i++ {
 			v := <-ping
+			if fp {
+				fpRaise()
+			}
 			pong <- v + 1
 		}
 	}()
@@ -199,6 +226,9 @@ func pingPong(n uint64) (time.Duration, uint64) {
 		var v uint64
 		t0 := time.Now()
 		for i := uint64(0); i < n; i++ {
+			if fp {
+				fpRaise()
+			}
 			ping <- v + 1
 			v = <-pong
 		}
@@ -399,13 +429,15 @@ func main() {
 			r := fib(n)
 			return time.Since(t0), r
 		}
-	case "yield":
-		run = yieldRun
+	case "yield", "yield-fp":
+		fp := workload == "yield-fp"
+		run = func(n uint64) (time.Duration, uint64) { return yieldRun(n, fp) }
 		perUnit = func(d time.Duration) float64 {
 			return float64(d.Nanoseconds()) / (float64(yieldTasks) * float64(n))
 		}
-	case "ping-pong":
-		run = pingPong
+	case "ping-pong", "ping-pong-fp":
+		fp := workload == "ping-pong-fp"
+		run = func(n uint64) (time.Duration, uint64) { return pingPong(n, fp) }
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	case "sleep":
 		run = sleepRun
