@@ -18,7 +18,10 @@
  * has no pinning): on two workers they may share one, in which case this is
  * a same-thread hand-off, or each hold one, in which case every move wakes
  * the other worker.  The clock runs inside A, from its first move to B's
- * last answer.  Reported: elapsed / N.
+ * last answer.  Reported: elapsed / N, and as an extra figure `cpu`, the
+ * process's CPU time (user + system, every thread: cpu.h) between the same
+ * two points per round trip, in us: a worker that spins while the other
+ * side thinks costs CPU there even when it makes the round trip shorter.
  *
  * Peers: Go unbuffered channels, Boost.Fiber buffered channels, the
  * mutex/condvar pool (two jobs each holding a worker), and peer-futex-pair's
@@ -41,6 +44,7 @@
 #include <weft/event.h>
 
 #include "clock.h"
+#include "cpu.h"
 #include "fp.h"
 #include "wl_pool.h"
 #include "workloads.h"
@@ -53,6 +57,7 @@ typedef struct pp_run {
     uint64_t token;         /* handed over by the events' set -> wait order */
     uint64_t n;
     uint64_t t0, t1;
+    uint64_t cpu0, cpu1;
     bench_task_err err;
 } pp_run;
 
@@ -61,6 +66,7 @@ typedef struct pp_run {
 static inline __attribute__((always_inline)) void *pp_a_loop(pp_run *r,
                                                              bool fp)
 {
+    r->cpu0 = bench_cpu_ns();
     r->t0 = bench_now_ns();
     for (uint64_t i = 0; i < r->n; i++) {
         weft_event *mine = &r->pong[i % 2];
@@ -78,6 +84,7 @@ static inline __attribute__((always_inline)) void *pp_a_loop(pp_run *r,
         }
     }
     r->t1 = bench_now_ns();
+    r->cpu1 = bench_cpu_ns();
     return NULL;
 }
 
@@ -171,6 +178,7 @@ static int pp_run_weft(const bench_params *p, bench_sample *out, bool fp)
         return rc;
     out->value = (double)(r.t1 - r.t0) / 1e3 / (double)p->n;
     out->check = r.token;
+    out->extra[0] = (double)(r.cpu1 - r.cpu0) / 1e3 / (double)p->n;
     return 0;
 }
 
@@ -193,6 +201,11 @@ static const char *const pp_peers[] = {
     "go", "boost-fiber", "mutex-pool", "futex-pair", "tbb", "openmp", NULL
 };
 
+static const bench_extra pp_extra[] = {
+    { "cpu", "us/op" },
+    { NULL, NULL },
+};
+
 const bench_workload bench_wl_ping_pong = {
     .name = "ping-pong",
     .desc = "two tasks bounce a token N round trips through weft_events",
@@ -202,6 +215,7 @@ const bench_workload bench_wl_ping_pong = {
     .run_weft = pp_weft,
     .expect = pp_expect,
     .peers = pp_peers,
+    .extra = pp_extra,
 };
 
 const bench_workload bench_wl_ping_pong_fp = {
@@ -214,4 +228,5 @@ const bench_workload bench_wl_ping_pong_fp = {
     .run_weft = pp_fp_weft,
     .expect = pp_expect,
     .peers = pp_peers,
+    .extra = pp_extra,
 };

@@ -9,7 +9,9 @@
  * plus one task switch.  The clock runs inside the root task, from before
  * the first spawn to after the last await (the 1000 spawns and awaits are
  * in it; they are a fraction of a percent of the million yields).
- * Reported: elapsed / (1000 N).
+ * Reported: elapsed / (1000 N), and as an extra figure `cpu`, the process's
+ * CPU time (user + system, every thread: cpu.h) over the same region per
+ * yield, in ns: a worker that spins instead of sleeping pays for it there.
  *
  * Peers: Go runtime.Gosched(), Boost.Fiber this_fiber::yield(), OpenMP
  * taskyield (a hint libgomp ignores), TBB n/a.
@@ -32,6 +34,7 @@
 #include <stdio.h>
 
 #include "clock.h"
+#include "cpu.h"
 #include "fp.h"
 #include "wl_pool.h"
 #include "workloads.h"
@@ -44,6 +47,7 @@ typedef struct yield_run {
     uint64_t n;
     bool fp;                /* yield-fp */
     uint64_t t0, t1;
+    uint64_t cpu0, cpu1;
     uint64_t total;
     bench_task_err err;
 } yield_run;
@@ -103,6 +107,7 @@ static void *yield_root(void *arg)
         body[0] = yield_task_fp;
         body[1] = yield_task_fp_clear;
     }
+    r->cpu0 = bench_cpu_ns();
     r->t0 = bench_now_ns();
     for (spawned = 0; spawned < YIELD_TASKS; spawned++) {
         int rc = weft_spawn(&t[spawned], r->pool, body[spawned % 2], r, NULL);
@@ -122,6 +127,7 @@ static void *yield_root(void *arg)
             total += (uint64_t)(uintptr_t)v;
     }
     r->t1 = bench_now_ns();
+    r->cpu1 = bench_cpu_ns();
     r->total = total;
     return NULL;
 }
@@ -138,6 +144,7 @@ static int yield_run_weft(const bench_params *p, bench_sample *out, bool fp)
         return rc;
     out->value = (double)(r.t1 - r.t0) / ops;
     out->check = r.total;
+    out->extra[0] = (double)(r.cpu1 - r.cpu0) / ops;
     return 0;
 }
 
@@ -160,6 +167,11 @@ static const char *const yield_peers[] = {
     "go", "boost-fiber", "tbb", "openmp", NULL
 };
 
+static const bench_extra yield_extra[] = {
+    { "cpu", "ns/op" },
+    { NULL, NULL },
+};
+
 const bench_workload bench_wl_yield = {
     .name = "yield",
     .desc = "1000 tasks each weft_yield() N times",
@@ -170,6 +182,7 @@ const bench_workload bench_wl_yield = {
     .run_weft = yield_weft,
     .expect = yield_expect,
     .peers = yield_peers,
+    .extra = yield_extra,
 };
 
 const bench_workload bench_wl_yield_fp = {
@@ -183,4 +196,5 @@ const bench_workload bench_wl_yield_fp = {
     .run_weft = yield_fp_weft,
     .expect = yield_expect,
     .peers = yield_peers,
+    .extra = yield_extra,
 };

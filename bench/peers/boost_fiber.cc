@@ -58,6 +58,11 @@
  *               analogue of weft_sync_wait: the waiting fiber suspends and
  *               its thread may run the job itself.  Check: sum of
  *               (result - i) = N.  us per round trip.
+ *   (yield, ping-pong, sync-wait and the -fp variants also report `cpu`:
+ *               the process's CPU time, user + system, every thread, from
+ *               getrusage (cpu.h) at the clock's two readings, per yield in
+ *               ns or per round trip in us: a scheduler that spins instead
+ *               of suspending pays for it there.)
  *   timeout     P = 500 fiber pairs (P = N when N < 500) pass N messages
  *               (N / P per pair, the first N % P pairs one more) through
  *               two buffered_channel<uint64_t>s per pair, A -> B and B -> A,
@@ -87,6 +92,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu.h"
 #include "fp.h"
 #include "peer.h"
 
@@ -273,11 +279,12 @@ uint64_t pp_a(u64_channel *ping, u64_channel *pong, uint64_t n)
 }
 
 // One measurement in main's fiber (timeout on one thread: see there): sets
-// *value and *check; false = n/a.
+// *value, *check and the workload's extra figures (*nextra of them); false
+// = n/a.
 bool measure(const char *w, uint64_t n, unsigned threads, double *value,
-             uint64_t *check)
+             uint64_t *check, double *extra, int *nextra)
 {
-    uint64_t t0, t1, sum = 0;
+    uint64_t t0, t1, sum = 0, cpu0 = 0, cpu1 = 0;
     const bool fp_variant = std::strcmp(w, "yield-fp") == 0 ||
                             std::strcmp(w, "ping-pong-fp") == 0;
 
@@ -306,6 +313,7 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         std::vector<uint64_t> counts(yield_fibers);
         std::vector<fibers::fiber> fs;
         fs.reserve(yield_fibers);
+        cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
         for (int k = 0; k < yield_fibers; k++)
             fs.emplace_back([&counts, k, n, fp_variant] {
@@ -316,10 +324,13 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         for (auto &f : fs)
             f.join();
         t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
         for (uint64_t c : counts)
             sum += c;
         const double ops = double(yield_fibers) * double(n);
         *value = double(t1 - t0) / ops;
+        extra[0] = double(cpu1 - cpu0) / ops;
+        *nextra = 1;
     } else if (std::strcmp(w, "ping-pong") == 0 ||
                std::strcmp(w, "ping-pong-fp") == 0) {
         u64_channel ping{2}, pong{2};
@@ -330,16 +341,21 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
             else
                 pp_b<false>(&ping, &pong, n);
         });
-        fibers::fiber a([&ping, &pong, &token, &t0, &t1, n, fp_variant] {
+        fibers::fiber a([&ping, &pong, &token, &t0, &t1, &cpu0, &cpu1, n,
+                         fp_variant] {
+            cpu0 = bench_cpu_ns();
             t0 = bench_now_ns();
             token = fp_variant ? pp_a<true>(&ping, &pong, n)
                                : pp_a<false>(&ping, &pong, n);
             t1 = bench_now_ns();
+            cpu1 = bench_cpu_ns();
         });
         a.join();
         b.join();
         sum = token;
         *value = double(t1 - t0) / 1e3 / double(n);
+        extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
+        *nextra = 1;
     } else if (std::strcmp(w, "sleep") == 0) {
         /* Total lateness of n 1 ms sleeps, and how many were not early.
          * On a thread of its own, with Boost.Fiber's default round_robin
@@ -380,12 +396,16 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
             std::thread([n, value, check] { timeout_run(n, value, check); }).join();
         return true;
     } else if (std::strcmp(w, "sync-wait") == 0) {
+        cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
         for (uint64_t i = 0; i < n; i++)
             sum += fibers::async(fibers::launch::post,
                                  [i] { return i + 1; }).get() - i;
         t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
         *value = double(t1 - t0) / 1e3 / double(n);
+        extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
+        *nextra = 1;
     } else {
         return false;
     }
@@ -431,9 +451,10 @@ int main(int argc, char **argv)
     fibers::use_scheduling_algorithm<fibers::algo::work_stealing>(a.threads, suspend);
     ready.arrive_and_wait();
 
-    double value = 0.0;
+    double value = 0.0, extra[4] = {0.0, 0.0, 0.0, 0.0};
     uint64_t check = 0;
-    measure(w, a.n, a.threads, &value, &check);
+    int nextra = 0;
+    measure(w, a.n, a.threads, &value, &check, extra, &nextra);
 
     {
         std::unique_lock<fibers::mutex> lk(end_mu);
@@ -445,6 +466,6 @@ int main(int argc, char **argv)
 
     if (run_failed)
         return PEER_EXIT_FAILED;
-    peer_report(value, check);
+    peer_report_extra(value, check, extra, nextra);
     return 0;
 }

@@ -10,7 +10,9 @@
  *               without spinning cannot go below, and the figure weft's
  *               ping-pong (two tasks on a pool) is compared with.  THREADS
  *               is ignored: it is always two threads.  Check: the token, 2N.
- *               Unit: us per round trip.
+ *               Unit: us per round trip.  Extra figure `cpu`: the
+ *               process's CPU time (user + system, both threads:
+ *               getrusage, cpu.h) over the same region, us per round trip.
  *   ping-pong-fp  The same, except that at every move both threads do one
  *               double division (fp.h: raises inexact) before passing the
  *               turn, and B then clears its flags (bench_fp_clear), as
@@ -32,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "fp.h"
 #include "peer.h"
 
@@ -79,7 +82,7 @@ static void *side_b(void *arg)
 static int run_ping_pong(uint64_t n, int fp)
 {
     pthread_t b;
-    uint64_t t0, t1;
+    uint64_t t0, t1, cpu0, cpu1;
     uint32_t t;
 
     rounds = n;
@@ -88,15 +91,18 @@ static int run_ping_pong(uint64_t n, int fp)
         fprintf(stderr, "peer-futex-pair: pthread_create failed\n");
         return PEER_EXIT_FAILED;
     }
+    cpu0 = bench_cpu_ns();
     t0 = bench_now_ns();
     play(0);
     /* B's last move answers A's last one. */
     while ((t = atomic_load_explicit(&turn, memory_order_acquire)) != 0)
         futex_wait(&turn, t);
     t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
     pthread_join(b, NULL);
 
-    peer_report((double)(t1 - t0) / 1e3 / (double)n, token);
+    double cpu = (double)(cpu1 - cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(t1 - t0) / 1e3 / (double)n, token, &cpu, 1);
     return 0;
 }
 

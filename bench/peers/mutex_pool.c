@@ -20,14 +20,18 @@
  *               main's stack, initialised each round) until the job marks it
  *               done.  The same round trip as weft_sync_wait on a task that
  *               hops to the pool.  Check: sum of (result - i) = N.  Unit: us
- *               per round trip.
+ *               per round trip.  Extra figure `cpu`: the process's CPU time
+ *               (user + system, every thread: getrusage, cpu.h) over the
+ *               same loop, us per round trip.
  *   ping-pong   Two jobs, each holding one worker for the whole run (so it
  *               needs THREADS >= 2, else n/a), bounce a token N round trips
  *               through one mutex and two condition variables (one per
  *               side): a job increments the token, hands the turn over,
  *               signals the other side and sleeps on its own condition until
  *               the turn comes back.  Check: the token, 2N.  Unit: us per
- *               round trip.
+ *               round trip.  Extra figure `cpu`: the process's CPU time
+ *               between the clock's two readings (taken with them, by side
+ *               A), us per round trip.
  *   ping-pong-fp  The same, except that at every move both jobs do one
  *               double division (fp.h: raises inexact) before passing the
  *               turn, and B then clears its flags (bench_fp_clear), as
@@ -47,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "fp.h"
 #include "peer.h"
 
@@ -220,8 +225,9 @@ static void sync_job(void *arg)
 
 static int run_sync_wait(pool *p, uint64_t n)
 {
-    uint64_t sum = 0, t0, t1;
+    uint64_t sum = 0, t0, t1, cpu0, cpu1;
 
+    cpu0 = bench_cpu_ns();
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         waiter w;
@@ -243,8 +249,10 @@ static int run_sync_wait(pool *p, uint64_t n)
         sum += w.result - i;
     }
     t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
 
-    peer_report((double)(t1 - t0) / 1e3 / (double)n, sum);
+    double cpu = (double)(cpu1 - cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(t1 - t0) / 1e3 / (double)n, sum, &cpu, 1);
     return 0;
 }
 
@@ -258,6 +266,7 @@ typedef struct table {
     uint64_t rounds;
     bool fp;                    /* ping-pong-fp */
     uint64_t t0, t1;
+    uint64_t cpu0, cpu1;
     pthread_mutex_t done_mu;
     pthread_cond_t done_cv;
     int done;
@@ -272,8 +281,10 @@ static void play(int k)
     for (uint64_t i = 0; i < tbl.rounds; i++) {
         while (tbl.turn != k)
             pthread_cond_wait(&tbl.turn_cv[k], &tbl.mu);
-        if (k == 0 && i == 0)
+        if (k == 0 && i == 0) {
+            tbl.cpu0 = bench_cpu_ns();
             tbl.t0 = bench_now_ns();
+        }
         if (tbl.fp) {
             bench_fp_raise();
             if (k == 1)
@@ -287,6 +298,7 @@ static void play(int k)
         while (tbl.turn != 0)
             pthread_cond_wait(&tbl.turn_cv[0], &tbl.mu);
         tbl.t1 = bench_now_ns();
+        tbl.cpu1 = bench_cpu_ns();
     }
     pthread_mutex_unlock(&tbl.mu);
 
@@ -317,7 +329,9 @@ static int run_ping_pong(pool *p, uint64_t n, bool fp)
         pthread_cond_wait(&tbl.done_cv, &tbl.done_mu);
     pthread_mutex_unlock(&tbl.done_mu);
 
-    peer_report((double)(tbl.t1 - tbl.t0) / 1e3 / (double)n, tbl.token);
+    double cpu = (double)(tbl.cpu1 - tbl.cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(tbl.t1 - tbl.t0) / 1e3 / (double)n, tbl.token,
+                      &cpu, 1);
     return 0;
 }
 

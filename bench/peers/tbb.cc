@@ -31,7 +31,11 @@
  *               slot for main, THREADS workers.  (arena.execute would not do:
  *               it makes main join the arena and, with a free slot, run the
  *               job itself, so nothing would cross threads.)  Check: sum of
- *               (result - i) = N.  us per round trip.
+ *               (result - i) = N.  us per round trip.  Extra figure `cpu`:
+ *               the process's CPU time (user + system, every thread:
+ *               getrusage, cpu.h) over the same loop, us per round trip:
+ *               TBB's workers spin a while before they sleep, and pay for
+ *               it there.
  *   yield, ping-pong, yield-fp, ping-pong-fp  n/a: a TBB task cannot
  *               give up its thread and be resumed later except through the
  *               resumable-task extension (tbb::task::suspend), which is not
@@ -52,6 +56,7 @@
 #include <future>
 #include <vector>
 
+#include "cpu.h"
 #include "peer.h"
 #include "rss.h"
 
@@ -137,6 +142,7 @@ int run_sync_wait(unsigned threads, uint64_t n)
     warm(arena);
 
     uint64_t sum = 0;
+    const uint64_t cpu0 = bench_cpu_ns();
     const uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         std::promise<uint64_t> done;
@@ -145,7 +151,9 @@ int run_sync_wait(unsigned threads, uint64_t n)
         sum += result.get() - i;
     }
     const uint64_t t1 = bench_now_ns();
-    peer_report(double(t1 - t0) / 1e3 / double(n), sum);
+    const uint64_t cpu1 = bench_cpu_ns();
+    const double cpu = double(cpu1 - cpu0) / 1e3 / double(n);
+    peer_report_extra(double(t1 - t0) / 1e3 / double(n), sum, &cpu, 1);
     return 0;
 }
 

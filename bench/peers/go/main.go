@@ -1,6 +1,6 @@
 // Command peer-go: goroutines on Go's scheduler, for weft-bench.
 //
-//	peer-go WORKLOAD N [THREADS]   ->   "result <value> <check>"
+//	peer-go WORKLOAD N [THREADS]   ->   "result <value> <check> [<extra>...]"
 //
 // The protocol is bench/peers/peer.h's (exit 2: workload not implemented).
 // GOMAXPROCS is set to THREADS, so THREADS Ps run goroutines, as THREADS
@@ -40,6 +40,11 @@
 //	ping-pong-fp  The same, except that both sides do one float64 division
 //	            at every move, before they send; as for yield-fp, nothing
 //	            clears the flags (Go cannot).
+//	            (yield, ping-pong, sync-wait and the -fp variants also
+//	            report `cpu`: the process's CPU time, user + system, every
+//	            thread, from syscall.Getrusage at the clock's two readings,
+//	            per yield in ns or per round trip in us: Go's idle Ps spin
+//	            looking for work before they park, and pay for it there.)
 //	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
 //	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
 //	            returned early).
@@ -71,6 +76,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -82,11 +88,26 @@ const (
 	exitUnknown = 2
 )
 
+// cpuNow is the process's CPU time so far, user + system, every thread
+// (getrusage RUSAGE_SELF, as bench/cpu.h reads it for the C and C++
+// implementations).
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // The -fp workloads' division: operands in package variables, so the
 // compiler cannot fold it, and the quotient stored, so it cannot drop it.
 var fpNum, fpDen, fpSink = 1.0, 3.0, 0.0
 
 func fpRaise() { fpSink = fpNum / fpDen }
+
+// cpuSpent is the CPU time of the last run's timed region, for the
+// workloads that report it (set by their run functions).
+var cpuSpent time.Duration
 
 func skynet(out chan<- uint64, num, size uint64) {
 	if size == 1 {
@@ -161,6 +182,7 @@ func spawnJoin(n uint64) (time.Duration, uint64) {
 func yieldRun(n uint64, fp bool) (time.Duration, uint64) {
 	counts := make([]uint64, yieldTasks)
 	var wg sync.WaitGroup
+	c0 := cpuNow()
 	t0 := time.Now()
 	wg.Add(yieldTasks)
 	for k := 0; k < yieldTasks; k++ {
@@ -184,6 +206,7 @@ func yieldRun(n uint64, fp bool) (time.Duration, uint64) {
 	}
 	wg.Wait()
 	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
 	var sum uint64
 	for _, c := range counts {
 		sum += c
@@ -224,6 +247,7 @@ func pingPong(n uint64, fp bool) (time.Duration, uint64) {
 	}()
 	go func() {
 		var v uint64
+		c0 := cpuNow()
 		t0 := time.Now()
 		for i := uint64(0); i < n; i++ {
 			if fp {
@@ -233,6 +257,7 @@ func pingPong(n uint64, fp bool) (time.Duration, uint64) {
 			v = <-pong
 		}
 		d = time.Since(t0)
+		cpuSpent = cpuNow() - c0
 		token = v
 		close(done)
 	}()
@@ -323,12 +348,15 @@ func timeoutRun(n uint64) (time.Duration, uint64, bool) {
 func syncWait(n uint64) (time.Duration, uint64) {
 	ch := make(chan uint64)
 	var sum uint64
+	c0 := cpuNow()
 	t0 := time.Now()
 	for i := uint64(0); i < n; i++ {
 		go func(i uint64) { ch <- i + 1 }(i)
 		sum += <-ch - i
 	}
-	return time.Since(t0), sum
+	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
+	return d, sum
 }
 
 // rssBytes reads the resident set from /proc/self/statm (second field, pages).
@@ -404,6 +432,8 @@ func main() {
 
 	var run func(uint64) (time.Duration, uint64)
 	perUnit := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 } // ms
+	// cpu: the workload reports cpuSpent per operation, in its unit's scale.
+	var cpuPerUnit func(time.Duration) float64
 	switch workload {
 	case "spawn-join":
 		run = spawnJoin
@@ -435,16 +465,19 @@ func main() {
 		perUnit = func(d time.Duration) float64 {
 			return float64(d.Nanoseconds()) / (float64(yieldTasks) * float64(n))
 		}
+		cpuPerUnit = perUnit // ns per yield
 	case "ping-pong", "ping-pong-fp":
 		fp := workload == "ping-pong-fp"
 		run = func(n uint64) (time.Duration, uint64) { return pingPong(n, fp) }
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		cpuPerUnit = perUnit // us per round trip
 	case "sleep":
 		run = sleepRun
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	case "sync-wait":
 		run = syncWait
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		cpuPerUnit = perUnit // us per round trip
 	case "timeout":
 		run = func(n uint64) (time.Duration, uint64) {
 			d, check, inTime := timeoutRun(n)
@@ -463,5 +496,9 @@ func main() {
 	runtime.GOMAXPROCS(int(threads))
 	warm(int(threads))
 	d, check := run(n)
+	if cpuPerUnit != nil {
+		fmt.Printf("result %.9g %d %.9g\n", perUnit(d), check, cpuPerUnit(cpuSpent))
+		return
+	}
 	fmt.Printf("result %.9g %d\n", perUnit(d), check)
 }
