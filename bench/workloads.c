@@ -15,6 +15,7 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_sync_wait,
     &bench_wl_timeout,
     &bench_wl_sleep,
+    &bench_wl_idle,
     &bench_wl_memory,
     &bench_wl_memory_1m,
     &bench_wl_soak,

@@ -94,6 +94,11 @@ typedef struct bench_workload {
     /* At most this many runs per implementation (0: --runs): for a
      * workload whose one run is itself many rounds, and long (soak). */
     unsigned max_runs;
+    /* A pooled workload whose value is no speed (idle's CPU time): a
+     * --sweep still measures it at each worker count (main table, --json),
+     * but it has no speed-up row in the scaling table and no panel in the
+     * plot's scaling curves. */
+    bool no_scaling;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
@@ -109,6 +114,7 @@ extern const bench_workload bench_wl_ping_pong_fp;
 extern const bench_workload bench_wl_sync_wait;
 extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_sleep;
+extern const bench_workload bench_wl_idle;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
 extern const bench_workload bench_wl_soak;

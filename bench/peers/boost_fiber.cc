@@ -63,6 +63,20 @@
  *               getrusage (cpu.h) at the clock's two readings, per yield in
  *               ns or per round trip in us: a scheduler that spins instead
  *               of suspending pays for it there.)
+ *   idle        (wl_idle.c) A burst: main's fiber launches 10,000 fibers
+ *               with async(launch::post) (each returns i + 1) and get()s
+ *               them; then main's thread sleeps N ms
+ *               (std::this_thread::sleep_for: its scheduler is not running,
+ *               as weft's main is no worker) while the THREADS-1 helper
+ *               schedulers have nothing to do: the process's CPU ms per
+ *               second of that is the value.  Another burst; then main's
+ *               fiber get()s the future of a fiber that sleeps N ms in
+ *               this_fiber::sleep_for: CPU ms per second of that is the
+ *               extra figure `wait`.  With THREADS = 1 that wait runs on a
+ *               thread of its own with the default round_robin scheduler, as
+ *               sleep does (a lone work_stealing(1) scheduler never wakes a
+ *               sleeping fiber).  Check: 3 (both bursts' sums right, the
+ *               fiber slept N ms).
  *   timeout     P = 500 fiber pairs (P = N when N < 500) pass N messages
  *               (N / P per pair, the first N % P pairs one more) through
  *               two buffered_channel<uint64_t>s per pair, A -> B and B -> A,
@@ -278,6 +292,37 @@ uint64_t pp_a(u64_channel *ping, u64_channel *pong, uint64_t n)
     return v;
 }
 
+constexpr uint64_t idle_burst = 10000;
+
+// idle's burst from main's fiber: 1 if the sum is right.
+uint64_t idle_burst_run()
+{
+    std::vector<fibers::future<uint64_t>> futs;
+    futs.reserve(idle_burst);
+    for (uint64_t i = 0; i < idle_burst; i++)
+        futs.push_back(fibers::async(fibers::launch::post,
+                                     [i] { return i + 1; }));
+    uint64_t sum = 0;
+    for (auto &f : futs)
+        sum += f.get();
+    return sum == idle_burst * (idle_burst + 1) / 2 ? 1 : 0;
+}
+
+// idle's waited fiber, from a fiber: 1 if it slept ns or more.
+uint64_t idle_sleeper_wait(uint64_t ns)
+{
+    return fibers::async(fibers::launch::post, [ns] {
+               const uint64_t t0 = bench_now_ns();
+               boost::this_fiber::sleep_for(std::chrono::nanoseconds(ns));
+               return uint64_t(bench_now_ns() - t0 >= ns ? 1 : 0);
+           }).get();
+}
+
+double cpu_ms_per_s(uint64_t cpu0, uint64_t cpu1, uint64_t t0, uint64_t t1)
+{
+    return t1 > t0 ? double(cpu1 - cpu0) / 1e6 / (double(t1 - t0) / 1e9) : 0.0;
+}
+
 // One measurement in main's fiber (timeout on one thread: see there): sets
 // *value, *check and the workload's extra figures (*nextra of them); false
 // = n/a.
@@ -406,6 +451,29 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         *value = double(t1 - t0) / 1e3 / double(n);
         extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
         *nextra = 1;
+    } else if (std::strcmp(w, "idle") == 0) {
+        const uint64_t ns = n * 1000000u;
+        sum = idle_burst_run();
+        cpu0 = bench_cpu_ns();
+        t0 = bench_now_ns();
+        std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+        t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
+        sum += idle_burst_run();
+        const uint64_t cpu2 = bench_cpu_ns(), t2 = bench_now_ns();
+        if (threads > 1) {
+            sum += idle_sleeper_wait(ns);
+        } else {
+            uint64_t slept = 0;
+            std::thread([&slept, ns] {
+                fibers::fiber([&slept, ns] { slept = idle_sleeper_wait(ns); }).join();
+            }).join();
+            sum += slept;
+        }
+        const uint64_t t3 = bench_now_ns(), cpu3 = bench_cpu_ns();
+        *value = cpu_ms_per_s(cpu0, cpu1, t0, t1);
+        extra[0] = cpu_ms_per_s(cpu2, cpu3, t2, t3);
+        *nextra = 1;
     } else {
         return false;
     }
@@ -424,7 +492,7 @@ int main(int argc, char **argv)
     static const char *const known[] = { "spawn-join", "skynet", "fib",
                                          "yield", "yield-fp", "ping-pong",
                                          "ping-pong-fp", "sync-wait", "sleep",
-                                         "timeout" };
+                                         "timeout", "idle" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;

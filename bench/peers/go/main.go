@@ -62,6 +62,14 @@
 //	            a 1 s timer (recvFor).  The fired timer, or one found expired
 //	            on the way out, fails the run.  Check: messages received with
 //	            the expected value (N).  ns per message.
+//	idle        (wl_idle.c) A burst: 10,000 goroutines (goroutine i stores
+//	            i+1 in its slot) and a WaitGroup, from the main goroutine;
+//	            then the main goroutine time.Sleeps N ms, the Ps with
+//	            nothing to do: the process's CPU ms per second of that is
+//	            the value.  Another burst; then the main goroutine waits on
+//	            a channel for a goroutine that time.Sleeps N ms: CPU ms per
+//	            second of that is the extra figure `wait`.  Check: 3 (both
+//	            bursts' sums right, the goroutine slept N ms).
 //	memory,     N goroutines each count themselves and block receiving
 //	memory-1m   from one channel, so all N are parked at once; bytes of RSS
 //	            per goroutine: (RSS with N parked - RSS before) / N, RSS from
@@ -359,6 +367,63 @@ func syncWait(n uint64) (time.Duration, uint64) {
 	return d, sum
 }
 
+const idleBurst = 10000
+
+// idleBurstRun is idle's burst: 1 if the sum is right.
+func idleBurstRun() uint64 {
+	slots := make([]uint64, idleBurst)
+	var wg sync.WaitGroup
+	wg.Add(idleBurst)
+	for i := uint64(0); i < idleBurst; i++ {
+		go func(i uint64) {
+			slots[i] = i + 1
+			wg.Done()
+		}(i)
+	}
+	wg.Wait()
+	var sum uint64
+	for _, v := range slots {
+		sum += v
+	}
+	if sum == idleBurst*(idleBurst+1)/2 {
+		return 1
+	}
+	return 0
+}
+
+// cpuMsPerSec is CPU ms per elapsed second.
+func cpuMsPerSec(cpu, elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(cpu.Nanoseconds()) / 1e6 / elapsed.Seconds()
+}
+
+// idle returns the CPU ms per second of an idle pool, the same while the
+// main goroutine waits for a sleeping one, and the check.
+func idle(ms uint64) (float64, float64, uint64) {
+	sleep := time.Duration(ms) * time.Millisecond
+	check := idleBurstRun()
+	c0, t0 := cpuNow(), time.Now()
+	time.Sleep(sleep)
+	d1, c1 := time.Since(t0), cpuNow()
+	check += idleBurstRun()
+	ch := make(chan uint64)
+	c2, t2 := cpuNow(), time.Now()
+	go func() {
+		s0 := time.Now()
+		time.Sleep(sleep)
+		if time.Since(s0) >= sleep {
+			ch <- 1
+		} else {
+			ch <- 0
+		}
+	}()
+	check += <-ch
+	d3, c3 := time.Since(t2), cpuNow()
+	return cpuMsPerSec(c1-c0, d1), cpuMsPerSec(c3-c2, d3), check
+}
+
 // rssBytes reads the resident set from /proc/self/statm (second field, pages).
 func rssBytes() (int64, error) {
 	data, err := os.ReadFile("/proc/self/statm")
@@ -427,6 +492,14 @@ func main() {
 			os.Exit(exitFailed)
 		}
 		fmt.Printf("result %.9g %d\n", perG, check)
+		return
+	}
+
+	if workload == "idle" {
+		runtime.GOMAXPROCS(int(threads))
+		warm(int(threads))
+		value, wait, check := idle(n)
+		fmt.Printf("result %.9g %d %.9g\n", value, check, wait)
 		return
 	}
 
