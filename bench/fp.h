@@ -23,10 +23,11 @@
  *                     feclearexcept(FE_ALL_EXCEPT) (on aarch64 an FPSR read
  *                     and write).  glibc's x86_64 feclearexcept clears the
  *                     x87 flags too, with fnstenv + fldenv: ~65 ns here,
- *                     more than a yield, for flags that doubles never
- *                     raise; -DBENCH_FP_FECLEAR selects it anyway.
+ *                     about what a whole yield costs, for flags that
+ *                     doubles never raise; -DBENCH_FP_FECLEAR selects it
+ *                     anyway.
  *
- * What writing MXCSR costs by itself: on the x86_64 machines measured, an
+ * What writing MXCSR costs by itself: on the x86_64 VM measured, an
  * ldmxcsr that changes the value makes the next stmxcsr wait for it (tens
  * of ns).  A context that clears its flags and then switches pays that in
  * any switch that reads MXCSR to save it (weft's and fcontext's both do),
