@@ -2,14 +2,15 @@
 """check_outputs.py WEFT_BENCH OUTDIR [--plot]
 
 A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
-runs `WEFT_BENCH --quick --only switch,memory,fib,echo --sweep 1,2 --json F
-[--plot G]` and checks the JSON against the schema documented in
-bench/README.md (weft-bench/3): every key there, types, states, one run
+runs `WEFT_BENCH --quick --only switch,memory,fib,yield,idle,echo --sweep
+1,2 --json F [--plot G]` and checks the JSON against the schema documented
+in bench/README.md (weft-bench/4): every key there, types, states, one run
 value per run for measured implementations (and per extra figure: echo's
-latency percentiles), min <= median <= max, weft's ratio 1, echo alone
-higher-is-better, one cell per worker count for the pooled workloads and
-one for the others; and, with --plot, that an SVG with the chart was
-written.
+latency percentiles and CPU time, yield's CPU time, idle's wait), min <=
+median <= max, weft's ratio 1, echo alone higher-is-better, one cell per
+worker count for the pooled workloads and one for the others, idle (no
+speed) left out of the scaling table; and, with --plot, that an SVG with
+the chart was written, with a scaling panel for fib and none for idle.
 Exits 1 with the first mismatch.
 """
 import json
@@ -42,8 +43,8 @@ def main():
     for p in (jpath, spath):
         if os.path.exists(p):
             os.remove(p)
-    cmd = [bench, "--quick", "--only", "switch,memory,fib,echo", "--sweep", "1,2",
-           "--json", jpath]
+    cmd = [bench, "--quick", "--only", "switch,memory,fib,yield,idle,echo",
+           "--sweep", "1,2", "--json", jpath]
     if plot:
         cmd += ["--plot", spath]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -54,10 +55,14 @@ def main():
         fail("weft-bench exited %d" % r.returncode)
     if "scaling: speed-up over 1 worker" not in r.stdout:
         fail("no scaling table in the output of a sweep")
+    scaling = r.stdout.split("scaling: speed-up over 1 worker", 1)[1]
+    rows = [l.split()[0] for l in scaling.splitlines()[1:] if l[:1].strip()]
+    if "fib" not in rows or "yield" not in rows or "idle" in rows:
+        fail("scaling table rows %r: want fib and yield, not idle" % rows)
 
     with open(jpath) as f:
         d = json.load(f)
-    if need(d, "schema", str, "") != "weft-bench/3":
+    if need(d, "schema", str, "") != "weft-bench/4":
         fail("schema is %r" % d["schema"])
     need(d, "date", str, "")
     m = need(d, "machine", dict, "")
@@ -105,7 +110,9 @@ def main():
                 fail("%s failed: %s" % (where, i.get("why")))
             vals = need(i, "runs", list, where)
             extra = need(i, "extra", dict, where)
-            if sorted(extra) != (["cpu", "p50", "p99"] if w == "echo" else []):
+            want_extra = {"echo": ["cpu", "p50", "p99"], "yield": ["cpu"],
+                          "idle": ["wait"]}.get(w, [])
+            if sorted(extra) != want_extra:
                 fail("%s: extra figures %r" % (where, sorted(extra)))
             for name, e in extra.items():
                 need(e, "unit", str, where + "/" + name)
@@ -123,12 +130,12 @@ def main():
                     fail("%s: weft's ratio is %r" % (where, i["ratio"]))
             elif state == "skipped" and not i.get("why"):
                 fail("%s: skipped without a reason" % where)
-        if pooled != (w in ("fib", "echo")):
+        if pooled != (w in ("fib", "yield", "idle", "echo")):
             fail("%s: pooled is %r" % (w, pooled))
-    if sorted(seen) != ["echo", "fib", "memory", "switch"]:
+    if sorted(seen) != ["echo", "fib", "idle", "memory", "switch", "yield"]:
         fail("workloads in the JSON: %r" % sorted(seen))
-    if (sorted(seen["fib"]) != [1, 2] or sorted(seen["echo"]) != [1, 2] or
-            seen["switch"] != [1] or seen["memory"] != [1]):
+    if (any(sorted(seen[w]) != [1, 2] for w in ("fib", "yield", "idle", "echo"))
+            or seen["switch"] != [1] or seen["memory"] != [1]):
         fail("cells per worker count: %r" % seen)
 
     if plot:
@@ -138,6 +145,8 @@ def main():
             fail("%s is not the chart" % spath)
         if "fib: speed-up over 1 worker" not in svg:
             fail("%s has no scaling panel for fib" % spath)
+        if "idle: speed-up" in svg:
+            fail("%s has a scaling panel for idle (no speed)" % spath)
     print("check_outputs: JSON%s as documented" % (" and plot" if plot else ""))
 
 

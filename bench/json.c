@@ -1,6 +1,6 @@
 /*
  * json.c — --json FILE: everything one invocation measured, for scripts.
- * The schema ("weft-bench/3") is documented in bench/README.md; a change
+ * The schema ("weft-bench/4") is documented in bench/README.md; a change
  * to what is written here changes that document and the schema name.
  */
 #include <errno.h>
@@ -113,7 +113,7 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fprintf(stderr, "weft-bench: --json %s: %s\n", path, strerror(errno));
         return rc;
     }
-    fputs("{\n  \"schema\": \"weft-bench/3\",\n  \"date\": ", f);
+    fputs("{\n  \"schema\": \"weft-bench/4\",\n  \"date\": ", f);
     jstr(f, m->date);
     fputs(",\n  \"machine\": {\"cpu\": ", f);
     jstr(f, m->cpu);

@@ -187,7 +187,7 @@ static void scaling_panels(FILE *g, const bench_run *run, double top,
         const bench_cell *b = &run->cells[i];
         size_t r = panel / cols, col = panel % cols;
 
-        if (!b->w->pooled || b->p.threads != base)
+        if (!b->w->pooled || b->w->no_scaling || b->p.threads != base)
             continue;
         fprintf(g, "set origin %.4f,%.4f\nset size %.4f,%.4f\n", pw * (double)col,
                 top - ph * (double)(r + 1), pw, ph);
@@ -234,7 +234,7 @@ int plot_write(const char *path, const bench_run *run, const bench_machine *m)
 
     if (run->nthreads > 1)
         for (size_t i = 0; i < run->ncells; i++)
-            if (run->cells[i].w->pooled &&
+            if (run->cells[i].w->pooled && !run->cells[i].w->no_scaling &&
                 run->cells[i].p.threads == run->threads[0])
                 npanels++;
     total = ratio_px + panel_px * (double)((npanels + 2) / 3);

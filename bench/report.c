@@ -187,7 +187,7 @@ static void print_scaling_table(const bench_run *run)
         const bench_cell *b;
 
         /* One block per pooled workload, built from its base cell. */
-        if (!c->w->pooled || c->p.threads != base)
+        if (!c->w->pooled || c->w->no_scaling || c->p.threads != base)
             continue;
         b = c;
         for (size_t k = 0; k < b->nimpl; k++) {

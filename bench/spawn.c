@@ -6,7 +6,8 @@
  * protocol of peers/peer.h:
  *
  *     PROG [EXTRA] WORKLOAD N THREADS
- *  -> stdout: "result <value> <check>"   exit 0
+ *  -> stdout: "result <value> <check> [<extra>...]"   exit 0
+ *     (as many extras as the workload has: bench_workload.extra)
  *     exit 2: no such workload
  *     any other exit, a signal, or no result line: failure
  *
@@ -168,13 +169,22 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
         if (sscanf(line, "result %lf %" SCNu64 "%n", &value, &check, &at) >= 2) {
             out->value = value;
             out->check = check;
-            /* The extras that follow, if any (peers/peer.h). */
+            /* The extras that follow (peers/peer.h): every one the
+             * workload has, or the run fails (a missing figure must not
+             * show as 0). */
             const char *rest = line + at;
-            for (int e = 0; e < BENCH_MAX_EXTRA; e++) {
+            size_t want = results_extra_count(w), got = 0;
+            while (got < want) {
                 int used = 0;
-                if (sscanf(rest, " %lf%n", &out->extra[e], &used) != 1)
+                if (sscanf(rest, " %lf%n", &out->extra[got], &used) != 1)
                     break;
                 rest += used;
+                got++;
+            }
+            if (got < want) {
+                snprintf(why, whylen, "its result line has %zu of the "
+                         "workload's %zu extra figures", got, want);
+                return -1;
             }
             return 0;
         }

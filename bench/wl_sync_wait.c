@@ -8,7 +8,11 @@
  * and the end of the task wakes main.  So a round trip is: task record and
  * stack, a switch in on main, a hand-off to a worker (waking it if it
  * sleeps), a switch there, the completion, and main's wake-up.  The pool is
- * made before the clock starts.  Reported: elapsed / N.
+ * made before the clock starts.  Reported: elapsed / N, and as an extra
+ * figure `cpu`, the process's CPU time (user + system, every thread:
+ * cpu.h) over the same loop per round trip, in us: main and the workers
+ * together, so a waiter or a worker that spins instead of sleeping pays for
+ * it there.
  *
  * Peers submit a job to their pool and block main on its completion: the
  * mutex/condvar pool with a per-job condition variable, TBB with
@@ -22,6 +26,7 @@
 #include <stdio.h>
 
 #include "clock.h"
+#include "cpu.h"
 #include "wl_pool.h"
 #include "workloads.h"
 
@@ -41,7 +46,7 @@ static void *sw_task(void *arg)
 
 static int sw_weft(const bench_params *p, bench_sample *out)
 {
-    uint64_t sum = 0, t0, t1, i;
+    uint64_t sum = 0, t0, t1, cpu0, cpu1, i;
     int rc, rc2;
 
     bench_task_err_reset(&sw_err);
@@ -49,6 +54,7 @@ static int sw_weft(const bench_params *p, bench_sample *out)
     if (rc != 0)
         return rc;
 
+    cpu0 = bench_cpu_ns();
     t0 = bench_now_ns();
     for (i = 0; i < p->n; i++) {
         weft_task *t;
@@ -70,6 +76,7 @@ static int sw_weft(const bench_params *p, bench_sample *out)
         sum += (uint64_t)(uintptr_t)v - i;
     }
     t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
 
     rc2 = bench_pool_destroy(sw_pool, WHO);
     sw_pool = NULL;
@@ -81,6 +88,7 @@ static int sw_weft(const bench_params *p, bench_sample *out)
         return rc;
     out->value = (double)(t1 - t0) / 1e3 / (double)p->n;
     out->check = sum;
+    out->extra[0] = (double)(cpu1 - cpu0) / 1e3 / (double)p->n;
     return 0;
 }
 
@@ -93,6 +101,11 @@ static const char *const sw_peers[] = {
     "go", "boost-fiber", "tbb", "mutex-pool", "openmp", NULL
 };
 
+static const bench_extra sw_extra[] = {
+    { "cpu", "us/op" },
+    { NULL, NULL },
+};
+
 const bench_workload bench_wl_sync_wait = {
     .name = "sync-wait",
     .desc = "main: N x (weft_task_create; body weft_schedule(pool); weft_sync_wait)",
@@ -102,4 +115,5 @@ const bench_workload bench_wl_sync_wait = {
     .run_weft = sw_weft,
     .expect = sw_expect,
     .peers = sw_peers,
+    .extra = sw_extra,
 };

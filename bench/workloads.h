@@ -99,18 +99,27 @@ typedef struct bench_workload {
      * or the workload's name when NULL (workloads that differ only in the
      * client's load, e.g. http and http-1k, share one program). */
     const char *server_suffix;
+    /* A pooled workload whose value is no speed (idle's CPU time): a
+     * --sweep still measures it at each worker count (main table, --json),
+     * but it has no speed-up row in the scaling table and no panel in the
+     * plot's scaling curves. */
+    bool no_scaling;
 } bench_workload;
 
 extern const bench_workload bench_wl_switch;
+extern const bench_workload bench_wl_switch_fp;
 extern const bench_workload bench_wl_create;
 extern const bench_workload bench_wl_spawn_join;
 extern const bench_workload bench_wl_skynet;
 extern const bench_workload bench_wl_fib;
 extern const bench_workload bench_wl_yield;
+extern const bench_workload bench_wl_yield_fp;
 extern const bench_workload bench_wl_ping_pong;
+extern const bench_workload bench_wl_ping_pong_fp;
 extern const bench_workload bench_wl_sync_wait;
 extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_sleep;
+extern const bench_workload bench_wl_idle;
 extern const bench_workload bench_wl_memory;
 extern const bench_workload bench_wl_memory_1m;
 extern const bench_workload bench_wl_soak;

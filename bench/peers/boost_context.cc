@@ -10,6 +10,15 @@
  *           checked counter lives in a variable both sides capture by
  *           reference.  Stack: pooled_fixedsize_stack of 256 KiB (weft's
  *           default).  Reports elapsed / (2N).
+ *   switch-fp  The same, except that the fiber clears its floating-point
+ *           exception flags (bench_fp_clear, fp.h) when it starts and main
+ *           raises inexact (a double division) after the first resume,
+ *           before the clock: the two sides differ in their raised flags,
+ *           nothing in the timed loop computes.  fcontext saves and loads
+ *           MXCSR and the x87 control word (FPCR on aarch64) at every
+ *           switch, flags included, so each side gets its own flags back
+ *           and every switch writes a different MXCSR value, which the
+ *           next stmxcsr waits for (fp.h).  Reports elapsed / (2N).
  *   create  Each cycle constructs a fiber on a pooled_fixedsize_stack of
  *           64 KiB (one allocator object for all cycles, so after the first
  *           cycle the stack comes from its free list), resumes it once, and
@@ -37,19 +46,22 @@
 #include <utility>
 #include <vector>
 
+#include "fp.h"
 #include "peer.h"
 #include "rss.h"
 
 namespace ctx = boost::context;
 
-static int run_switch(uint64_t n)
+static int run_switch(uint64_t n, bool fp)
 {
     ctx::pooled_fixedsize_stack salloc(256 * 1024);
     uint64_t value = 0;
     bool stop = false;
 
     ctx::fiber f{std::allocator_arg, salloc,
-                 [&value, &stop](ctx::fiber &&main) {
+                 [&value, &stop, fp](ctx::fiber &&main) {
+                     if (fp)
+                         bench_fp_clear();
                      while (!stop) {
                          value++;
                          main = std::move(main).resume();
@@ -60,6 +72,8 @@ static int run_switch(uint64_t n)
     // First entry outside the timed loop, as for weft.
     f = std::move(f).resume();
     const uint64_t start = value;
+    if (fp)
+        bench_fp_raise(); // main's flags raised, the fiber's clear
 
     const uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++)
@@ -140,7 +154,9 @@ int main(int argc, char **argv)
 
     peer_parse_args(argc, argv, &a);
     if (std::strcmp(a.workload, "switch") == 0)
-        return run_switch(a.n);
+        return run_switch(a.n, false);
+    if (std::strcmp(a.workload, "switch-fp") == 0)
+        return run_switch(a.n, true);
     if (std::strcmp(a.workload, "create") == 0)
         return run_create(a.n);
     if (std::strcmp(a.workload, "memory") == 0 ||

@@ -35,11 +35,22 @@
  *   yield       1000 fibers each call this_fiber::yield() N times and count;
  *               joined through their fiber handles; check 1000 N; ns per
  *               yield (elapsed / (1000 N)).
+ *   yield-fp    The same, except that every iteration of every fiber first
+ *               does one double division (fp.h: raises inexact), and the
+ *               odd fibers then clear their flags (bench_fp_clear), as
+ *               weft's yield-fp.  Boost.Context's switch saves and loads
+ *               MXCSR and the x87 control word (FPCR) at every switch,
+ *               flags included, so each fiber gets its own flags back and a
+ *               switch between an odd and an even fiber writes a different
+ *               MXCSR value (fp.h).
  *   ping-pong   fibers A and B bounce a token N round trips through two
  *               buffered_channel<uint64_t>s of capacity 2 (A pushes on one,
  *               pops the other; B the reverse; each side adds 1).  Which
  *               thread runs each fiber is the scheduler's choice, as in weft.
  *               Check: the token, 2N.  us per round trip.
+ *   ping-pong-fp  The same, except that both fibers do one double division
+ *               (fp.h) at every move, before they push, and B then clears
+ *               its flags, as weft's ping-pong-fp.
  *   sync-wait   N rounds of `async(launch::post, job).get()` from main's
  *               fiber, job returning i + 1.  main is a fiber on one of the
  *               pool's threads (a thread outside every scheduler cannot hand
@@ -47,6 +58,25 @@
  *               analogue of weft_sync_wait: the waiting fiber suspends and
  *               its thread may run the job itself.  Check: sum of
  *               (result - i) = N.  us per round trip.
+ *   (yield, ping-pong, sync-wait and the -fp variants also report `cpu`:
+ *               the process's CPU time, user + system, every thread, from
+ *               getrusage (cpu.h) at the clock's two readings, per yield in
+ *               ns or per round trip in us: a scheduler that spins instead
+ *               of suspending pays for it there.)
+ *   idle        (wl_idle.c) A burst: main's fiber launches 10,000 fibers
+ *               with async(launch::post) (each returns i + 1) and get()s
+ *               them; then main's thread sleeps N ms
+ *               (std::this_thread::sleep_for: its scheduler is not running,
+ *               as weft's main is no worker) while the THREADS-1 helper
+ *               schedulers have nothing to do: the process's CPU ms per
+ *               second of that is the value.  Another burst; then main's
+ *               fiber get()s the future of a fiber that sleeps N ms in
+ *               this_fiber::sleep_for: CPU ms per second of that is the
+ *               extra figure `wait`.  With THREADS = 1 that wait runs on a
+ *               thread of its own with the default round_robin scheduler, as
+ *               sleep does (a lone work_stealing(1) scheduler never wakes a
+ *               sleeping fiber).  Check: 3 (both bursts' sums right, the
+ *               fiber slept N ms).
  *   timeout     P = 500 fiber pairs (P = N when N < 500) pass N messages
  *               (N / P per pair, the first N % P pairs one more) through
  *               two buffered_channel<uint64_t>s per pair, A -> B and B -> A,
@@ -76,6 +106,8 @@
 #include <thread>
 #include <vector>
 
+#include "cpu.h"
+#include "fp.h"
 #include "peer.h"
 
 namespace fibers = boost::fibers;
@@ -214,12 +246,92 @@ bool is_power_of_10(uint64_t n)
     return n == 1;
 }
 
-// One measurement in main's fiber (timeout on one thread: see there): sets
-// *value and *check; false = n/a.
-bool measure(const char *w, uint64_t n, unsigned threads, double *value,
-             uint64_t *check)
+// One yield-fp fiber's loop: fp and clear are constants in each caller,
+// so yield's loop is exactly the plain one.
+template <bool fp, bool clear>
+uint64_t yield_loop(uint64_t n)
 {
-    uint64_t t0, t1, sum = 0;
+    uint64_t c = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        if (fp) {
+            bench_fp_raise();
+            if (clear)
+                bench_fp_clear();
+        }
+        boost::this_fiber::yield();
+        c++;
+    }
+    return c;
+}
+
+// ping-pong's two sides; fp: ping-pong-fp (A raises, B raises and clears).
+template <bool fp>
+void pp_b(u64_channel *ping, u64_channel *pong, uint64_t n)
+{
+    uint64_t v;
+    for (uint64_t i = 0; i < n; i++) {
+        ping->pop(v);
+        if (fp) {
+            bench_fp_raise();
+            bench_fp_clear();
+        }
+        pong->push(v + 1);
+    }
+}
+
+template <bool fp>
+uint64_t pp_a(u64_channel *ping, u64_channel *pong, uint64_t n)
+{
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (fp)
+            bench_fp_raise();
+        ping->push(v + 1);
+        pong->pop(v);
+    }
+    return v;
+}
+
+constexpr uint64_t idle_burst = 10000;
+
+// idle's burst from main's fiber: 1 if the sum is right.
+uint64_t idle_burst_run()
+{
+    std::vector<fibers::future<uint64_t>> futs;
+    futs.reserve(idle_burst);
+    for (uint64_t i = 0; i < idle_burst; i++)
+        futs.push_back(fibers::async(fibers::launch::post,
+                                     [i] { return i + 1; }));
+    uint64_t sum = 0;
+    for (auto &f : futs)
+        sum += f.get();
+    return sum == idle_burst * (idle_burst + 1) / 2 ? 1 : 0;
+}
+
+// idle's waited fiber, from a fiber: 1 if it slept ns or more.
+uint64_t idle_sleeper_wait(uint64_t ns)
+{
+    return fibers::async(fibers::launch::post, [ns] {
+               const uint64_t t0 = bench_now_ns();
+               boost::this_fiber::sleep_for(std::chrono::nanoseconds(ns));
+               return uint64_t(bench_now_ns() - t0 >= ns ? 1 : 0);
+           }).get();
+}
+
+double cpu_ms_per_s(uint64_t cpu0, uint64_t cpu1, uint64_t t0, uint64_t t1)
+{
+    return t1 > t0 ? double(cpu1 - cpu0) / 1e6 / (double(t1 - t0) / 1e9) : 0.0;
+}
+
+// One measurement in main's fiber (timeout on one thread: see there): sets
+// *value, *check and the workload's extra figures (*nextra of them); false
+// = n/a.
+bool measure(const char *w, uint64_t n, unsigned threads, double *value,
+             uint64_t *check, double *extra, int *nextra)
+{
+    uint64_t t0, t1, sum = 0, cpu0 = 0, cpu1 = 0;
+    const bool fp_variant = std::strcmp(w, "yield-fp") == 0 ||
+                            std::strcmp(w, "ping-pong-fp") == 0;
 
     if (std::strcmp(w, "spawn-join") == 0) {
         std::vector<fibers::future<uint64_t>> futs;
@@ -242,50 +354,53 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         sum = fib(n);
         t1 = bench_now_ns();
         *value = double(t1 - t0) / 1e6;
-    } else if (std::strcmp(w, "yield") == 0) {
+    } else if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "yield-fp") == 0) {
         std::vector<uint64_t> counts(yield_fibers);
         std::vector<fibers::fiber> fs;
         fs.reserve(yield_fibers);
+        cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
         for (int k = 0; k < yield_fibers; k++)
-            fs.emplace_back([&counts, k, n] {
-                uint64_t c = 0;
-                for (uint64_t j = 0; j < n; j++) {
-                    boost::this_fiber::yield();
-                    c++;
-                }
-                counts[size_t(k)] = c;
+            fs.emplace_back([&counts, k, n, fp_variant] {
+                counts[size_t(k)] = !fp_variant ? yield_loop<false, false>(n)
+                                    : k % 2    ? yield_loop<true, true>(n)
+                                               : yield_loop<true, false>(n);
             });
         for (auto &f : fs)
             f.join();
         t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
         for (uint64_t c : counts)
             sum += c;
-        *value = double(t1 - t0) / (double(yield_fibers) * double(n));
-    } else if (std::strcmp(w, "ping-pong") == 0) {
-        fibers::buffered_channel<uint64_t> ping{2}, pong{2};
+        const double ops = double(yield_fibers) * double(n);
+        *value = double(t1 - t0) / ops;
+        extra[0] = double(cpu1 - cpu0) / ops;
+        *nextra = 1;
+    } else if (std::strcmp(w, "ping-pong") == 0 ||
+               std::strcmp(w, "ping-pong-fp") == 0) {
+        u64_channel ping{2}, pong{2};
         uint64_t token = 0;
-        fibers::fiber b([&ping, &pong, n] {
-            uint64_t v;
-            for (uint64_t i = 0; i < n; i++) {
-                ping.pop(v);
-                pong.push(v + 1);
-            }
+        fibers::fiber b([&ping, &pong, n, fp_variant] {
+            if (fp_variant)
+                pp_b<true>(&ping, &pong, n);
+            else
+                pp_b<false>(&ping, &pong, n);
         });
-        fibers::fiber a([&ping, &pong, &token, &t0, &t1, n] {
-            uint64_t v = 0;
+        fibers::fiber a([&ping, &pong, &token, &t0, &t1, &cpu0, &cpu1, n,
+                         fp_variant] {
+            cpu0 = bench_cpu_ns();
             t0 = bench_now_ns();
-            for (uint64_t i = 0; i < n; i++) {
-                ping.push(v + 1);
-                pong.pop(v);
-            }
+            token = fp_variant ? pp_a<true>(&ping, &pong, n)
+                               : pp_a<false>(&ping, &pong, n);
             t1 = bench_now_ns();
-            token = v;
+            cpu1 = bench_cpu_ns();
         });
         a.join();
         b.join();
         sum = token;
         *value = double(t1 - t0) / 1e3 / double(n);
+        extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
+        *nextra = 1;
     } else if (std::strcmp(w, "sleep") == 0) {
         /* Total lateness of n 1 ms sleeps, and how many were not early.
          * On a thread of its own, with Boost.Fiber's default round_robin
@@ -326,12 +441,39 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
             std::thread([n, value, check] { timeout_run(n, value, check); }).join();
         return true;
     } else if (std::strcmp(w, "sync-wait") == 0) {
+        cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
         for (uint64_t i = 0; i < n; i++)
             sum += fibers::async(fibers::launch::post,
                                  [i] { return i + 1; }).get() - i;
         t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
         *value = double(t1 - t0) / 1e3 / double(n);
+        extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
+        *nextra = 1;
+    } else if (std::strcmp(w, "idle") == 0) {
+        const uint64_t ns = n * 1000000u;
+        sum = idle_burst_run();
+        cpu0 = bench_cpu_ns();
+        t0 = bench_now_ns();
+        std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+        t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
+        sum += idle_burst_run();
+        const uint64_t cpu2 = bench_cpu_ns(), t2 = bench_now_ns();
+        if (threads > 1) {
+            sum += idle_sleeper_wait(ns);
+        } else {
+            uint64_t slept = 0;
+            std::thread([&slept, ns] {
+                fibers::fiber([&slept, ns] { slept = idle_sleeper_wait(ns); }).join();
+            }).join();
+            sum += slept;
+        }
+        const uint64_t t3 = bench_now_ns(), cpu3 = bench_cpu_ns();
+        *value = cpu_ms_per_s(cpu0, cpu1, t0, t1);
+        extra[0] = cpu_ms_per_s(cpu2, cpu3, t2, t3);
+        *nextra = 1;
     } else {
         return false;
     }
@@ -348,8 +490,9 @@ int main(int argc, char **argv)
     peer_parse_args(argc, argv, &a);
     const char *w = a.workload;
     static const char *const known[] = { "spawn-join", "skynet", "fib",
-                                         "yield", "ping-pong", "sync-wait",
-                                         "sleep", "timeout" };
+                                         "yield", "yield-fp", "ping-pong",
+                                         "ping-pong-fp", "sync-wait", "sleep",
+                                         "timeout", "idle" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;
@@ -376,9 +519,10 @@ int main(int argc, char **argv)
     fibers::use_scheduling_algorithm<fibers::algo::work_stealing>(a.threads, suspend);
     ready.arrive_and_wait();
 
-    double value = 0.0;
+    double value = 0.0, extra[4] = {0.0, 0.0, 0.0, 0.0};
     uint64_t check = 0;
-    measure(w, a.n, a.threads, &value, &check);
+    int nextra = 0;
+    measure(w, a.n, a.threads, &value, &check, extra, &nextra);
 
     {
         std::unique_lock<fibers::mutex> lk(end_mu);
@@ -390,6 +534,6 @@ int main(int argc, char **argv)
 
     if (run_failed)
         return PEER_EXIT_FAILED;
-    peer_report(value, check);
+    peer_report_extra(value, check, extra, nextra);
     return 0;
 }

@@ -10,7 +10,15 @@
  *               without spinning cannot go below, and the figure weft's
  *               ping-pong (two tasks on a pool) is compared with.  THREADS
  *               is ignored: it is always two threads.  Check: the token, 2N.
- *               Unit: us per round trip.
+ *               Unit: us per round trip.  Extra figure `cpu`: the
+ *               process's CPU time (user + system, both threads:
+ *               getrusage, cpu.h) over the same region, us per round trip.
+ *   ping-pong-fp  The same, except that at every move both threads do one
+ *               double division (fp.h: raises inexact) before passing the
+ *               turn, and B then clears its flags (bench_fp_clear), as
+ *               weft's ping-pong-fp.  The kernel saves every thread's whole
+ *               FP state when it switches threads, so the flags change
+ *               nothing here but the two operations' own cost.
  *
  * Every other workload: n/a.
  */
@@ -26,11 +34,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpu.h"
+#include "fp.h"
 #include "peer.h"
 
 static _Atomic uint32_t turn;   /* 0: A's move, 1: B's move */
 static uint64_t token;          /* ordered by the turn word's acquire/release */
 static uint64_t rounds;
+static int fp_variant;          /* ping-pong-fp */
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
 {
@@ -50,6 +61,11 @@ static void play(uint32_t k)
 
         while ((t = atomic_load_explicit(&turn, memory_order_acquire)) != k)
             futex_wait(&turn, t);
+        if (fp_variant) {
+            bench_fp_raise();
+            if (k == 1)
+                bench_fp_clear();
+        }
         token++;
         atomic_store_explicit(&turn, 1 - k, memory_order_release);
         futex_wake(&turn);
@@ -63,26 +79,30 @@ static void *side_b(void *arg)
     return NULL;
 }
 
-static int run_ping_pong(uint64_t n)
+static int run_ping_pong(uint64_t n, int fp)
 {
     pthread_t b;
-    uint64_t t0, t1;
+    uint64_t t0, t1, cpu0, cpu1;
     uint32_t t;
 
     rounds = n;
+    fp_variant = fp;
     if (pthread_create(&b, NULL, side_b, NULL) != 0) {
         fprintf(stderr, "peer-futex-pair: pthread_create failed\n");
         return PEER_EXIT_FAILED;
     }
+    cpu0 = bench_cpu_ns();
     t0 = bench_now_ns();
     play(0);
     /* B's last move answers A's last one. */
     while ((t = atomic_load_explicit(&turn, memory_order_acquire)) != 0)
         futex_wait(&turn, t);
     t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
     pthread_join(b, NULL);
 
-    peer_report((double)(t1 - t0) / 1e3 / (double)n, token);
+    double cpu = (double)(cpu1 - cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(t1 - t0) / 1e3 / (double)n, token, &cpu, 1);
     return 0;
 }
 
@@ -92,6 +112,8 @@ int main(int argc, char **argv)
 
     peer_parse_args(argc, argv, &a);
     if (strcmp(a.workload, "ping-pong") == 0)
-        return run_ping_pong(a.n);
+        return run_ping_pong(a.n, 0);
+    if (strcmp(a.workload, "ping-pong-fp") == 0)
+        return run_ping_pong(a.n, 1);
     return PEER_EXIT_UNKNOWN_WORKLOAD;
 }

@@ -20,14 +20,24 @@
  *               main's stack, initialised each round) until the job marks it
  *               done.  The same round trip as weft_sync_wait on a task that
  *               hops to the pool.  Check: sum of (result - i) = N.  Unit: us
- *               per round trip.
+ *               per round trip.  Extra figure `cpu`: the process's CPU time
+ *               (user + system, every thread: getrusage, cpu.h) over the
+ *               same loop, us per round trip.
  *   ping-pong   Two jobs, each holding one worker for the whole run (so it
  *               needs THREADS >= 2, else n/a), bounce a token N round trips
  *               through one mutex and two condition variables (one per
  *               side): a job increments the token, hands the turn over,
  *               signals the other side and sleeps on its own condition until
  *               the turn comes back.  Check: the token, 2N.  Unit: us per
- *               round trip.
+ *               round trip.  Extra figure `cpu`: the process's CPU time
+ *               between the clock's two readings (taken with them, by side
+ *               A), us per round trip.
+ *   ping-pong-fp  The same, except that at every move both jobs do one
+ *               double division (fp.h: raises inexact) before passing the
+ *               turn, and B then clears its flags (bench_fp_clear), as
+ *               weft's ping-pong-fp.  The kernel saves every thread's whole
+ *               FP state when it switches threads, so the flags change
+ *               nothing here but the two operations' own cost.
  *   skynet, fib n/a: recursive fork-join on a pool whose jobs block their
  *               worker deadlocks as soon as every worker waits for a child
  *               still in the queue.  (Running children inline when the pool
@@ -41,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
+#include "fp.h"
 #include "peer.h"
 
 typedef struct job {
@@ -213,8 +225,9 @@ static void sync_job(void *arg)
 
 static int run_sync_wait(pool *p, uint64_t n)
 {
-    uint64_t sum = 0, t0, t1;
+    uint64_t sum = 0, t0, t1, cpu0, cpu1;
 
+    cpu0 = bench_cpu_ns();
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         waiter w;
@@ -236,8 +249,10 @@ static int run_sync_wait(pool *p, uint64_t n)
         sum += w.result - i;
     }
     t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
 
-    peer_report((double)(t1 - t0) / 1e3 / (double)n, sum);
+    double cpu = (double)(cpu1 - cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(t1 - t0) / 1e3 / (double)n, sum, &cpu, 1);
     return 0;
 }
 
@@ -249,7 +264,9 @@ typedef struct table {
     int turn;                   /* whose move: 0 = A, 1 = B */
     uint64_t token;
     uint64_t rounds;
+    bool fp;                    /* ping-pong-fp */
     uint64_t t0, t1;
+    uint64_t cpu0, cpu1;
     pthread_mutex_t done_mu;
     pthread_cond_t done_cv;
     int done;
@@ -264,8 +281,15 @@ static void play(int k)
     for (uint64_t i = 0; i < tbl.rounds; i++) {
         while (tbl.turn != k)
             pthread_cond_wait(&tbl.turn_cv[k], &tbl.mu);
-        if (k == 0 && i == 0)
+        if (k == 0 && i == 0) {
+            tbl.cpu0 = bench_cpu_ns();
             tbl.t0 = bench_now_ns();
+        }
+        if (tbl.fp) {
+            bench_fp_raise();
+            if (k == 1)
+                bench_fp_clear();
+        }
         tbl.token++;
         tbl.turn = 1 - k;
         pthread_cond_signal(&tbl.turn_cv[1 - k]);
@@ -274,6 +298,7 @@ static void play(int k)
         while (tbl.turn != 0)
             pthread_cond_wait(&tbl.turn_cv[0], &tbl.mu);
         tbl.t1 = bench_now_ns();
+        tbl.cpu1 = bench_cpu_ns();
     }
     pthread_mutex_unlock(&tbl.mu);
 
@@ -286,7 +311,7 @@ static void play(int k)
 static void side_a(void *arg) { (void)arg; play(0); }
 static void side_b(void *arg) { (void)arg; play(1); }
 
-static int run_ping_pong(pool *p, uint64_t n)
+static int run_ping_pong(pool *p, uint64_t n, bool fp)
 {
     memset(&tbl, 0, sizeof tbl);
     pthread_mutex_init(&tbl.mu, NULL);
@@ -295,6 +320,7 @@ static int run_ping_pong(pool *p, uint64_t n)
     pthread_mutex_init(&tbl.done_mu, NULL);
     pthread_cond_init(&tbl.done_cv, NULL);
     tbl.rounds = n;
+    tbl.fp = fp;
 
     if (pool_submit(p, side_b, NULL) != 0 || pool_submit(p, side_a, NULL) != 0)
         return PEER_EXIT_FAILED;
@@ -303,7 +329,9 @@ static int run_ping_pong(pool *p, uint64_t n)
         pthread_cond_wait(&tbl.done_cv, &tbl.done_mu);
     pthread_mutex_unlock(&tbl.done_mu);
 
-    peer_report((double)(tbl.t1 - tbl.t0) / 1e3 / (double)n, tbl.token);
+    double cpu = (double)(tbl.cpu1 - tbl.cpu0) / 1e3 / (double)n;
+    peer_report_extra((double)(tbl.t1 - tbl.t0) / 1e3 / (double)n, tbl.token,
+                      &cpu, 1);
     return 0;
 }
 
@@ -314,14 +342,15 @@ int main(int argc, char **argv)
     int rc;
 
     peer_parse_args(argc, argv, &a);
+    bool ping_pong = strcmp(a.workload, "ping-pong") == 0 ||
+                     strcmp(a.workload, "ping-pong-fp") == 0;
     if (strcmp(a.workload, "skynet") == 0 || strcmp(a.workload, "fib") == 0 ||
         strcmp(a.workload, "yield") == 0)
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
-    if (strcmp(a.workload, "ping-pong") == 0 && a.threads < 2)
+    if (ping_pong && a.threads < 2)
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* each side holds a worker */
     if (strcmp(a.workload, "spawn-join") != 0 &&
-        strcmp(a.workload, "sync-wait") != 0 &&
-        strcmp(a.workload, "ping-pong") != 0) {
+        strcmp(a.workload, "sync-wait") != 0 && !ping_pong) {
         fprintf(stderr, "peer-mutex-pool: no workload '%s'\n", a.workload);
         return PEER_EXIT_UNKNOWN_WORKLOAD;
     }
@@ -336,7 +365,7 @@ int main(int argc, char **argv)
     else if (strcmp(a.workload, "sync-wait") == 0)
         rc = run_sync_wait(&p, a.n);
     else
-        rc = run_ping_pong(&p, a.n);
+        rc = run_ping_pong(&p, a.n, strcmp(a.workload, "ping-pong-fp") == 0);
     pool_stop(&p);
     return rc;
 }

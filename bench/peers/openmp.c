@@ -27,7 +27,15 @@
  *               them; check 1000 N; ns per yield (elapsed / (1000 N)).
  *               libgomp's taskyield is a scheduling hint it may ignore (it
  *               does not switch tied tasks), so this figure is the cost of
- *               the call, not of a switch.
+ *               the call, not of a switch.  Extra figure `cpu`: the
+ *               process's CPU time (user + system, every thread:
+ *               getrusage, cpu.h) between the clock's two readings, ns per
+ *               yield.
+ *   yield-fp    The same, except that every iteration of every task first
+ *               does one double division (fp.h: raises inexact), and the
+ *               odd tasks then clear their flags (bench_fp_clear), as weft's
+ *               yield-fp.  Since libgomp switches nothing here, this adds
+ *               the two operations' own cost only.
  *   ping-pong, sync-wait  n/a: OpenMP tasks have no way to block on one
  *               another except taskwait on their own children, and no
  *               submission from outside a parallel region.
@@ -38,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
+#include "fp.h"
 #include "peer.h"
 
 #define SKYNET_DIV 10
@@ -84,8 +94,9 @@ int main(int argc, char **argv)
 {
     peer_args a;
     uint64_t *slots = NULL;
-    uint64_t n, check = 0, t0 = 0, t1 = 0;
+    uint64_t n, check = 0, t0 = 0, t1 = 0, cpu0 = 0, cpu1 = 0;
     double value;
+    int fp = 0; /* yield-fp */
     enum { SPAWN_JOIN, SKYNET, FIB, YIELD } w;
 
     peer_parse_args(argc, argv, &a);
@@ -106,7 +117,11 @@ int main(int argc, char **argv)
         }
     } else if (strcmp(a.workload, "yield") == 0) {
         w = YIELD;
+    } else if (strcmp(a.workload, "yield-fp") == 0) {
+        w = YIELD;
+        fp = 1;
     } else if (strcmp(a.workload, "ping-pong") == 0 ||
+               strcmp(a.workload, "ping-pong-fp") == 0 ||
                strcmp(a.workload, "sync-wait") == 0) {
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
     } else {
@@ -130,6 +145,7 @@ int main(int argc, char **argv)
 #pragma omp parallel
 #pragma omp single
     {
+        cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
         switch (w) {
         case SPAWN_JOIN:
@@ -153,6 +169,11 @@ int main(int argc, char **argv)
                 {
                     uint64_t count = 0;
                     for (uint64_t j = 0; j < n; j++) {
+                        if (fp) {
+                            bench_fp_raise();
+                            if (k % 2)
+                                bench_fp_clear();
+                        }
 #pragma omp taskyield
                         count++;
                     }
@@ -165,14 +186,18 @@ int main(int argc, char **argv)
             break;
         }
         t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
     }
 
     value = (double)(t1 - t0);
-    if (w == YIELD)
-        value /= (double)YIELD_TASKS * (double)n;   /* ns per yield */
-    else
-        value /= 1e6;                               /* ms per run */
-    peer_report(value, check);
+    if (w == YIELD) {
+        double ops = (double)YIELD_TASKS * (double)n;
+        double cpu = (double)(cpu1 - cpu0) / ops;   /* ns per yield */
+
+        peer_report_extra(value / ops, check, &cpu, 1);
+    } else {
+        peer_report(value / 1e6, check);            /* ms per run */
+    }
     free(slots);
     return 0;
 }

@@ -31,11 +31,27 @@
  *               slot for main, THREADS workers.  (arena.execute would not do:
  *               it makes main join the arena and, with a free slot, run the
  *               job itself, so nothing would cross threads.)  Check: sum of
- *               (result - i) = N.  us per round trip.
- *   yield, ping-pong  n/a: a TBB task cannot give up its thread and be
- *               resumed later except through the resumable-task extension
- *               (tbb::task::suspend), which is not the task model TBB code
- *               is written in.
+ *               (result - i) = N.  us per round trip.  Extra figure `cpu`:
+ *               the process's CPU time (user + system, every thread:
+ *               getrusage, cpu.h) over the same loop, us per round trip:
+ *               TBB's workers spin a while before they sleep, and pay for
+ *               it there.
+ *   idle        (wl_idle.c) The same arena, task_arena(THREADS, 0), warmed
+ *               as above.  A burst: main enqueues one job that runs 10,000
+ *               tasks (tg.run, each storing i + 1 in its slot) and waits
+ *               for them, and blocks on its std::future; then main sleeps N
+ *               ms (nanosleep) outside the arena, the workers with nothing
+ *               to do: the process's CPU ms per second of that sleep is the
+ *               value.  Another burst; then main enqueues a job that sleeps
+ *               N ms (std::this_thread::sleep_for: TBB has no task sleep, so
+ *               it blocks its worker thread, which costs no CPU) and blocks
+ *               on its future: CPU ms per second of that is the extra
+ *               figure `wait`.  Check: 3 (both bursts' sums right, the job
+ *               slept N ms).
+ *   yield, ping-pong, yield-fp, ping-pong-fp  n/a: a TBB task cannot
+ *               give up its thread and be resumed later except through the
+ *               resumable-task extension (tbb::task::suspend), which is not
+ *               the task model TBB code is written in.
  */
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -49,9 +65,12 @@
 #include <sys/resource.h>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <future>
+#include <thread>
 #include <vector>
 
+#include "cpu.h"
 #include "peer.h"
 #include "rss.h"
 
@@ -137,6 +156,7 @@ int run_sync_wait(unsigned threads, uint64_t n)
     warm(arena);
 
     uint64_t sum = 0;
+    const uint64_t cpu0 = bench_cpu_ns();
     const uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         std::promise<uint64_t> done;
@@ -145,7 +165,80 @@ int run_sync_wait(unsigned threads, uint64_t n)
         sum += result.get() - i;
     }
     const uint64_t t1 = bench_now_ns();
-    peer_report(double(t1 - t0) / 1e3 / double(n), sum);
+    const uint64_t cpu1 = bench_cpu_ns();
+    const double cpu = double(cpu1 - cpu0) / 1e3 / double(n);
+    peer_report_extra(double(t1 - t0) / 1e3 / double(n), sum, &cpu, 1);
+    return 0;
+}
+
+constexpr uint64_t idle_burst = 10000;
+
+// idle's burst, run by a worker of the arena: 10,000 tasks and a wait.
+struct burst_job {
+    mutable std::promise<uint64_t> done;
+    void operator()() const
+    {
+        std::vector<uint64_t> slots(idle_burst);
+        tbb::task_group tg;
+        for (uint64_t i = 0; i < idle_burst; i++)
+            tg.run([&slots, i] { slots[i] = i + 1; });
+        tg.wait();
+        uint64_t sum = 0;
+        for (uint64_t v : slots)
+            sum += v;
+        done.set_value(sum);
+    }
+};
+
+// idle's waited job: sleeps ns; 1 if that lasted long enough.
+struct sleep_job {
+    mutable std::promise<uint64_t> done;
+    uint64_t ns;
+    void operator()() const
+    {
+        const uint64_t t0 = bench_now_ns();
+        std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+        done.set_value(bench_now_ns() - t0 >= ns ? 1 : 0);
+    }
+};
+
+template <class Job>
+uint64_t enqueue_and_wait(tbb::task_arena &arena, Job job)
+{
+    std::future<uint64_t> result = job.done.get_future();
+    arena.enqueue(std::move(job));
+    return result.get();
+}
+
+// CPU ms per elapsed second between two readings of each.
+double cpu_ms_per_s(uint64_t cpu0, uint64_t cpu1, uint64_t t0, uint64_t t1)
+{
+    return t1 > t0 ? double(cpu1 - cpu0) / 1e6 / (double(t1 - t0) / 1e9) : 0.0;
+}
+
+int run_idle(unsigned threads, uint64_t ms)
+{
+    tbb::task_arena arena{int(threads), 0};
+    arena.initialize();
+    warm(arena);
+    const uint64_t want = idle_burst * (idle_burst + 1) / 2;
+    const uint64_t ns = ms * 1000000u;
+    uint64_t check = 0;
+
+    check += enqueue_and_wait(arena, burst_job{}) == want;
+    const uint64_t cpu0 = bench_cpu_ns(), t0 = bench_now_ns();
+    struct timespec left = {time_t(ns / 1000000000u), long(ns % 1000000000u)};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+    const uint64_t t1 = bench_now_ns(), cpu1 = bench_cpu_ns();
+
+    check += enqueue_and_wait(arena, burst_job{}) == want;
+    const uint64_t cpu2 = bench_cpu_ns(), t2 = bench_now_ns();
+    check += enqueue_and_wait(arena, sleep_job{{}, ns});
+    const uint64_t t3 = bench_now_ns(), cpu3 = bench_cpu_ns();
+
+    const double wait = cpu_ms_per_s(cpu2, cpu3, t2, t3);
+    peer_report_extra(cpu_ms_per_s(cpu0, cpu1, t0, t1), check, &wait, 1);
     return 0;
 }
 
@@ -237,7 +330,10 @@ int main(int argc, char **argv)
         return run_sync_wait(a.threads, n);
     if (std::strcmp(w, "soak") == 0)
         return run_soak(a.threads, n);
-    if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0)
+    if (std::strcmp(w, "idle") == 0)
+        return run_idle(a.threads, n);
+    if (std::strcmp(w, "yield") == 0 || std::strcmp(w, "ping-pong") == 0 ||
+        std::strcmp(w, "yield-fp") == 0 || std::strcmp(w, "ping-pong-fp") == 0)
         return PEER_EXIT_UNKNOWN_WORKLOAD; // see the top of this file
     std::fprintf(stderr, "peer-tbb: no workload '%s'\n", w);
     return PEER_EXIT_UNKNOWN_WORKLOAD;

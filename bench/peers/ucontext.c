@@ -10,6 +10,15 @@
  *           runner checks lives in a global both sides see (swapcontext
  *           passes no value).  Stack: one malloc'd 256 KiB block, like weft's
  *           default.  Reports elapsed / (2N).
+ *   switch-fp  The same, except that the context clears its floating-point
+ *           exception flags (bench_fp_clear, fp.h) when it starts and main
+ *           raises inexact (a double division) after the first swap,
+ *           before the clock: the two sides differ in their raised flags,
+ *           nothing in the timed loop computes.  swapcontext saves and
+ *           loads the whole FP environment (x87 environment, MXCSR) at
+ *           every switch, flags included, so each side gets its own flags
+ *           back and every switch writes a different MXCSR value (fp.h).
+ *           Reports elapsed / (2N).
  *   create  There is no create/destroy in this API; the closest cycle is
  *           getcontext + makecontext on a stack + swapcontext into it + the
  *           body's return through uc_link.  One malloc'd 64 KiB stack is
@@ -25,6 +34,7 @@
 #include <string.h>
 #include <ucontext.h>
 
+#include "fp.h"
 #include "peer.h"
 
 /* State shared between main and the context body: makecontext can pass only
@@ -33,6 +43,7 @@ static ucontext_t main_uc;
 static ucontext_t co_uc;
 static uint64_t shared_value;
 static int stop_flag;
+static int fp_variant; /* switch-fp */
 
 /*
  * getcontext is returns_twice, which makes the compiler treat the caller's
@@ -47,6 +58,8 @@ static __attribute__((noinline)) int init_context(ucontext_t *uc)
 
 static void switch_body(void)
 {
+    if (fp_variant)
+        bench_fp_clear();
     while (!stop_flag) {
         shared_value++;
         swapcontext(&co_uc, &main_uc);
@@ -54,7 +67,7 @@ static void switch_body(void)
     /* Returning follows uc_link back to main. */
 }
 
-static int run_switch(uint64_t n)
+static int run_switch(uint64_t n, int fp)
 {
     const size_t stack_size = 256u * 1024u;
     void *stack = malloc(stack_size);
@@ -68,10 +81,13 @@ static int run_switch(uint64_t n)
     co_uc.uc_stack.ss_size = stack_size;
     co_uc.uc_link = &main_uc;
     makecontext(&co_uc, switch_body, 0);
+    fp_variant = fp;
 
     /* First entry outside the timed loop, as for weft. */
     swapcontext(&main_uc, &co_uc);
     start = shared_value;
+    if (fp)
+        bench_fp_raise(); /* main's flags raised, the context's clear */
 
     t0 = bench_now_ns();
     for (i = 0; i < n; i++)
@@ -131,7 +147,9 @@ int main(int argc, char **argv)
 
     peer_parse_args(argc, argv, &a);
     if (strcmp(a.workload, "switch") == 0)
-        return run_switch(a.n);
+        return run_switch(a.n, 0);
+    if (strcmp(a.workload, "switch-fp") == 0)
+        return run_switch(a.n, 1);
     if (strcmp(a.workload, "create") == 0)
         return run_create(a.n);
     fprintf(stderr, "peer-ucontext: no workload '%s'\n", a.workload);

@@ -1,6 +1,6 @@
 // Command peer-go: goroutines on Go's scheduler, for weft-bench.
 //
-//	peer-go WORKLOAD N [THREADS]   ->   "result <value> <check>"
+//	peer-go WORKLOAD N [THREADS]   ->   "result <value> <check> [<extra>...]"
 //
 // The protocol is bench/peers/peer.h's (exit 2: workload not implemented).
 // GOMAXPROCS is set to THREADS, so THREADS Ps run goroutines, as THREADS
@@ -25,11 +25,26 @@
 //	yield       1000 goroutines each call runtime.Gosched() N times and
 //	            count; WaitGroup; check 1000 N; ns per yield (elapsed /
 //	            (1000 N)).
+//	yield-fp    The same, except that every iteration of every goroutine
+//	            first does one float64 division of variables (1.0 / 3.0:
+//	            raises inexact), as weft's yield-fp.  Go has no way to
+//	            clear the FP exception flags (no fenv), so nothing clears
+//	            them: the goroutines do not differ in their raised flags,
+//	            and this adds only the division's cost.  Go's goroutine
+//	            switch neither saves nor loads MXCSR (FPCR) at all.
 //	ping-pong   goroutines A and B bounce a token N round trips through two
 //	            unbuffered channels, each side adding 1.  Go decides where
 //	            each goroutine runs (a woken goroutine usually goes to the
 //	            waker's P), as weft does.  Check: the token, 2N.  us per
 //	            round trip.
+//	ping-pong-fp  The same, except that both sides do one float64 division
+//	            at every move, before they send; as for yield-fp, nothing
+//	            clears the flags (Go cannot).
+//	            (yield, ping-pong, sync-wait and the -fp variants also
+//	            report `cpu`: the process's CPU time, user + system, every
+//	            thread, from syscall.Getrusage at the clock's two readings,
+//	            per yield in ns or per round trip in us: Go's idle Ps spin
+//	            looking for work before they park, and pay for it there.)
 //	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
 //	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
 //	            returned early).
@@ -47,6 +62,14 @@
 //	            a 1 s timer (recvFor).  The fired timer, or one found expired
 //	            on the way out, fails the run.  Check: messages received with
 //	            the expected value (N).  ns per message.
+//	idle        (wl_idle.c) A burst: 10,000 goroutines (goroutine i stores
+//	            i+1 in its slot) and a WaitGroup, from the main goroutine;
+//	            then the main goroutine time.Sleeps N ms, the Ps with
+//	            nothing to do: the process's CPU ms per second of that is
+//	            the value.  Another burst; then the main goroutine waits on
+//	            a channel for a goroutine that time.Sleeps N ms: CPU ms per
+//	            second of that is the extra figure `wait`.  Check: 3 (both
+//	            bursts' sums right, the goroutine slept N ms).
 //	memory,     N goroutines each count themselves and block receiving
 //	memory-1m   from one channel, so all N are parked at once; bytes of RSS
 //	            per goroutine: (RSS with N parked - RSS before) / N, RSS from
@@ -61,6 +84,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -71,6 +95,27 @@ const (
 	exitFailed  = 1
 	exitUnknown = 2
 )
+
+// cpuNow is the process's CPU time so far, user + system, every thread
+// (getrusage RUSAGE_SELF, as bench/cpu.h reads it for the C and C++
+// implementations).
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The -fp workloads' division: operands in package variables, so the
+// compiler cannot fold it, and the quotient stored, so it cannot drop it.
+var fpNum, fpDen, fpSink = 1.0, 3.0, 0.0
+
+func fpRaise() { fpSink = fpNum / fpDen }
+
+// cpuSpent is the CPU time of the last run's timed region, for the
+// workloads that report it (set by their run functions).
+var cpuSpent time.Duration
 
 func skynet(out chan<- uint64, num, size uint64) {
 	if size == 1 {
@@ -142,17 +187,26 @@ func spawnJoin(n uint64) (time.Duration, uint64) {
 	return time.Since(t0), sum
 }
 
-func yieldRun(n uint64) (time.Duration, uint64) {
+func yieldRun(n uint64, fp bool) (time.Duration, uint64) {
 	counts := make([]uint64, yieldTasks)
 	var wg sync.WaitGroup
+	c0 := cpuNow()
 	t0 := time.Now()
 	wg.Add(yieldTasks)
 	for k := 0; k < yieldTasks; k++ {
 		go func(k int) {
 			var c uint64
-			for j := uint64(0); j < n; j++ {
-				runtime.Gosched()
-				c++
+			if fp {
+				for j := uint64(0); j < n; j++ {
+					fpRaise()
+					runtime.Gosched()
+					c++
+				}
+			} else {
+				for j := uint64(0); j < n; j++ {
+					runtime.Gosched()
+					c++
+				}
 			}
 			counts[k] = c
 			wg.Done()
@@ -160,6 +214,7 @@ func yieldRun(n uint64) (time.Duration, uint64) {
 	}
 	wg.Wait()
 	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
 	var sum uint64
 	for _, c := range counts {
 		sum += c
@@ -183,7 +238,7 @@ func sleepRun(n uint64) (time.Duration, uint64) {
 	return late, onTime
 }
 
-func pingPong(n uint64) (time.Duration, uint64) {
+func pingPong(n uint64, fp bool) (time.Duration, uint64) {
 	ping := make(chan uint64)
 	pong := make(chan uint64)
 	done := make(chan struct{})
@@ -192,17 +247,25 @@ func pingPong(n uint64) (time.Duration, uint64) {
 	go func() {
 		for i := uint64(0); i < n; i++ {
 			v := <-ping
+			if fp {
+				fpRaise()
+			}
 			pong <- v + 1
 		}
 	}()
 	go func() {
 		var v uint64
+		c0 := cpuNow()
 		t0 := time.Now()
 		for i := uint64(0); i < n; i++ {
+			if fp {
+				fpRaise()
+			}
 			ping <- v + 1
 			v = <-pong
 		}
 		d = time.Since(t0)
+		cpuSpent = cpuNow() - c0
 		token = v
 		close(done)
 	}()
@@ -293,12 +356,72 @@ func timeoutRun(n uint64) (time.Duration, uint64, bool) {
 func syncWait(n uint64) (time.Duration, uint64) {
 	ch := make(chan uint64)
 	var sum uint64
+	c0 := cpuNow()
 	t0 := time.Now()
 	for i := uint64(0); i < n; i++ {
 		go func(i uint64) { ch <- i + 1 }(i)
 		sum += <-ch - i
 	}
-	return time.Since(t0), sum
+	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
+	return d, sum
+}
+
+const idleBurst = 10000
+
+// idleBurstRun is idle's burst: 1 if the sum is right.
+func idleBurstRun() uint64 {
+	slots := make([]uint64, idleBurst)
+	var wg sync.WaitGroup
+	wg.Add(idleBurst)
+	for i := uint64(0); i < idleBurst; i++ {
+		go func(i uint64) {
+			slots[i] = i + 1
+			wg.Done()
+		}(i)
+	}
+	wg.Wait()
+	var sum uint64
+	for _, v := range slots {
+		sum += v
+	}
+	if sum == idleBurst*(idleBurst+1)/2 {
+		return 1
+	}
+	return 0
+}
+
+// cpuMsPerSec is CPU ms per elapsed second.
+func cpuMsPerSec(cpu, elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(cpu.Nanoseconds()) / 1e6 / elapsed.Seconds()
+}
+
+// idle returns the CPU ms per second of an idle pool, the same while the
+// main goroutine waits for a sleeping one, and the check.
+func idle(ms uint64) (float64, float64, uint64) {
+	sleep := time.Duration(ms) * time.Millisecond
+	check := idleBurstRun()
+	c0, t0 := cpuNow(), time.Now()
+	time.Sleep(sleep)
+	d1, c1 := time.Since(t0), cpuNow()
+	check += idleBurstRun()
+	ch := make(chan uint64)
+	c2, t2 := cpuNow(), time.Now()
+	go func() {
+		s0 := time.Now()
+		time.Sleep(sleep)
+		if time.Since(s0) >= sleep {
+			ch <- 1
+		} else {
+			ch <- 0
+		}
+	}()
+	check += <-ch
+	d3, c3 := time.Since(t2), cpuNow()
+	return cpuMsPerSec(c1-c0, d1), cpuMsPerSec(c3-c2, d3), check
 }
 
 // rssBytes reads the resident set from /proc/self/statm (second field, pages).
@@ -372,8 +495,18 @@ func main() {
 		return
 	}
 
+	if workload == "idle" {
+		runtime.GOMAXPROCS(int(threads))
+		warm(int(threads))
+		value, wait, check := idle(n)
+		fmt.Printf("result %.9g %d %.9g\n", value, check, wait)
+		return
+	}
+
 	var run func(uint64) (time.Duration, uint64)
 	perUnit := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 } // ms
+	// cpu: the workload reports cpuSpent per operation, in its unit's scale.
+	var cpuPerUnit func(time.Duration) float64
 	switch workload {
 	case "spawn-join":
 		run = spawnJoin
@@ -399,20 +532,25 @@ func main() {
 			r := fib(n)
 			return time.Since(t0), r
 		}
-	case "yield":
-		run = yieldRun
+	case "yield", "yield-fp":
+		fp := workload == "yield-fp"
+		run = func(n uint64) (time.Duration, uint64) { return yieldRun(n, fp) }
 		perUnit = func(d time.Duration) float64 {
 			return float64(d.Nanoseconds()) / (float64(yieldTasks) * float64(n))
 		}
-	case "ping-pong":
-		run = pingPong
+		cpuPerUnit = perUnit // ns per yield
+	case "ping-pong", "ping-pong-fp":
+		fp := workload == "ping-pong-fp"
+		run = func(n uint64) (time.Duration, uint64) { return pingPong(n, fp) }
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		cpuPerUnit = perUnit // us per round trip
 	case "sleep":
 		run = sleepRun
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 	case "sync-wait":
 		run = syncWait
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		cpuPerUnit = perUnit // us per round trip
 	case "timeout":
 		run = func(n uint64) (time.Duration, uint64) {
 			d, check, inTime := timeoutRun(n)
@@ -431,5 +569,9 @@ func main() {
 	runtime.GOMAXPROCS(int(threads))
 	warm(int(threads))
 	d, check := run(n)
+	if cpuPerUnit != nil {
+		fmt.Printf("result %.9g %d %.9g\n", perUnit(d), check, cpuPerUnit(cpuSpent))
+		return
+	}
 	fmt.Printf("result %.9g %d\n", perUnit(d), check)
 }
