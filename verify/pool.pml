@@ -77,11 +77,15 @@
  *   find_work        pop_local; take_global; (-DIO) poll_now; the spinning
  *                    decision (either way, or with -DSPIN_RULE the rule:
  *                    see "memory order"); steal_work (one round: steal
- *                    from the other's ring, then take_global: more rounds
- *                    only add failed attempts, which change nothing);
+ *                    from the other's ring, then take_global: more rounds,
+ *                    and search_spin's timed looks before parking, only
+ *                    add failed attempts, which change nothing);
  *                    park_worker
- *   found_work       if spinning: nspinning -= 1; the last one calls
- *                    wake_if_needed
+ *   found_work       if spinning: nspinning -= 1; the last one looks at the
+ *                    queues (and -DIO the poller: unattended) one load at
+ *                    a time and calls wake_if_needed if any has work
+ *                    (-DFOUND_WAKE_ALWAYS: Go's unconditional wake, the
+ *                    code before)
  *   park_worker      lock; join idle list; (-DIO) in_poll = ops->take;
  *                    nidle += 1; unlock; if spinning: nspinning -= 1; the
  *                    fence; sleep = !any_work (the global queue, (-DIO)
@@ -675,13 +679,52 @@ inline park_worker() {
 #endif
 }
 
+/* The last searcher's look before it wakes another (pool.c, found_work:
+ * any_queued, poller_unattended; no timers here): one step per load. */
+inline found_look() {
+    if
+    :: len(gq) > 0 -> more = 1
+    :: else -> skip
+    fi;
+    if
+    :: more == 0 && lq[0] != 0 -> more = 1
+    :: else -> skip
+    fi;
+    if
+    :: more == 0 && lq[1] != 0 -> more = 1
+    :: else -> skip
+    fi
+#ifdef IO
+    ;
+    if
+    :: more == 0 && nwaiters != 0 ->
+        if
+        :: polling == 0 -> more = 1
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+#endif
+}
+
 inline found_work() {
     if
     :: spinning ->
         spinning = 0;
         d_step { last = (nspinning == 1); nspinning-- };
         if
-        :: last -> wake_if_needed()
+        :: last ->
+#if defined(BROKEN_FOUND_NO_WAKE)
+            skip
+#elif defined(FOUND_WAKE_ALWAYS)
+            wake_if_needed()
+#else
+            found_look();
+            if
+            :: more -> wake_if_needed()
+            :: else -> skip
+            fi
+#endif
         :: else -> skip
         fi
     :: else -> skip
@@ -693,7 +736,7 @@ proctype worker(byte me) {
 #ifdef SPIN_RULE
     byte ns, ni;
 #endif
-    bit ok, vpoll, got, spinning, sleep, wasidle, polled, last;
+    bit ok, vpoll, got, spinning, sleep, wasidle, polled, last, more;
 #ifdef IO
     bit kick, woke, got_ev, got_evfd;
 #endif
@@ -707,6 +750,7 @@ loop:
         ns = 0; ni = 0;
 #endif
         ok = 0; vpoll = 0; got = 0; sleep = 0; wasidle = 0; polled = 0; last = 0;
+        more = 0;
 #ifdef IO
         kick = 0; woke = 0; got_ev = 0; got_evfd = 0;
 #endif

@@ -135,6 +135,8 @@ one pool.lost_unpark twin pool.pml "-DSPIN_RULE -DBROKEN_LOST_UNPARK" \
 one pool.rmw_not_fence twin pool.pml "-DSPIN_RULE -DBROKEN_RMW_NOT_FENCE" \
     "without the fence, the searcher's re-check loads complete before its nidle += 1 / nspinning -= 1 are visible (C11 and AArch64 LL/SC allow it); the submitter reads nspinning = 1 and leaves its tasks to it; both workers sleep"
 one pool_io         pass pool.pml "-DIO -DHOG=1 -DWRITER=1" ""
+one pool_io.found_no_wake twin pool.pml "-DSPIN_RULE -DIO -DHOG=1 -DWRITER=1 -DBROKEN_FOUND_NO_WAKE" \
+    "task 3 is queued while worker 1 searches (nspinning = 1: no wake); worker 1 takes the hog and stops searching without its look; worker 0 sleeps with task 3 queued and the fd readable while the hog never returns"
 one pool_io.evfd_lost twin pool.pml "-DSPIN_RULE -DIO -DHOG=1 -DWRITER=1 -DBROKEN_EVFD_LOST" \
     "the missed-kick's wakep picks the poller, the only idle worker, before it enters epoll_wait; the eventfd write is lost; counted as the searcher it blocks in epoll_wait, the other sleeps, the tasks wait"
 one pool_io_h3w3    pass pool.pml "-DIO -DHOG=3 -DWRITER=3" ""

@@ -89,7 +89,12 @@ struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
         }
     }
     /* Then a batch of that key from the depot: one for the caller, the
-     * rest for our list (if this thread keeps any). */
+     * rest for our list (if this thread keeps any).  A thread registers
+     * here too, not only at its first free: a fresh worker that spawns a
+     * million tasks before it frees one would otherwise take the depot's
+     * lock once per object. */
+    if (!l->max)
+        local_register(c, l);
     struct weft__cache_node *got = NULL;
     unsigned want = l->max ? c->batch : 1;
     pthread_mutex_lock(&c->lock);

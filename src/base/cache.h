@@ -20,8 +20,9 @@
  * path looks at the newest object only, the slow path searches.
  *
  * Thread exit: a thread's list goes back to the depot when the thread
- * exits, through a thread-specific key that the first free on the thread
- * registers (that free takes the slow path: `max` is 0 until then).  A
+ * exits, through a thread-specific key that the thread's first free or
+ * refill from the depot registers (both take the slow path: `max` is 0
+ * until then).  A
  * thread that cannot register (no memory for the key's slot) keeps
  * nothing: its frees go straight to the depot.
  *

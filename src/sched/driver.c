@@ -26,11 +26,11 @@
 void weft__driver_submit(struct weft__driver *d, struct weft_task *t)
 {
     atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
-    pthread_mutex_lock(&d->lock);
+    weft__spin_lock(&d->lock);
     t->link = NULL;
     *d->queue_tail = t;
     d->queue_tail = &t->link;
-    pthread_mutex_unlock(&d->lock);
+    weft__spin_unlock(&d->lock);
     weft__parker_unpark(&d->parker);
     atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
 }
@@ -45,14 +45,14 @@ void weft__driver_finish(struct weft__driver *d)
 
 static struct weft_task *driver_pop(struct weft__driver *d)
 {
-    pthread_mutex_lock(&d->lock);
+    weft__spin_lock(&d->lock);
     struct weft_task *t = d->queue_head;
     if (t) {
         d->queue_head = t->link;
         if (!d->queue_head)
             d->queue_tail = &d->queue_head;
     }
-    pthread_mutex_unlock(&d->lock);
+    weft__spin_unlock(&d->lock);
     return t;
 }
 
@@ -82,7 +82,7 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
 
     struct weft__driver d;
     weft__parker_init(&d.parker);
-    pthread_mutex_init(&d.lock, NULL);
+    weft__spin_init(&d.lock);
     d.queue_head = NULL;
     d.queue_tail = &d.queue_head;
     atomic_init(&d.done, 0);
@@ -122,7 +122,8 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
         if (weft__timers_run(&d.timers, weft__now_ns()))
             continue;
         uint64_t next = weft__timers_next(&d.timers);
-        weft__parker_park(&d.parker, next == UINT64_MAX ? 0 : next);
+        weft__parker_park(&d.parker, next == UINT64_MAX ? 0 : next,
+                          WEFT__PARK_SPIN_NS);
     }
     /* The last waker's final touch of d (see the top). */
     unsigned spins = 0;
@@ -130,7 +131,6 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
         weft__backoff(&spins);
     weft__sched_fresh()->driver = NULL;
     weft__timers_fini(&d.timers);
-    pthread_mutex_destroy(&d.lock);
     weft__parker_fini(&d.parker);
     consume(t, result);
     return 0;

@@ -10,17 +10,17 @@
 #ifndef WEFT_SCHED_DRIVER_H
 #define WEFT_SCHED_DRIVER_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/spinlock.h"
 #include "sched/parker.h"
 #include "sched/task.h"
 #include "sched/timer.h"
 
 struct weft__driver {
     struct weft__parker parker;
-    pthread_mutex_t lock;             /* guards the queue                 */
+    weft__spinlock lock;              /* guards the queue                 */
     struct weft_task *queue_head;     /* woken tasks to run (FIFO), linked */
     struct weft_task **queue_tail;    /* through weft_task.link           */
     _Atomic uint32_t done;            /* the target ended                 */

@@ -39,14 +39,20 @@ struct weft__parker {
 void weft__parker_init(struct weft__parker *p);
 void weft__parker_fini(struct weft__parker *p);
 
+/* How long a thread that expects a wake soon spins before it sleeps
+ * (base/backoff.h, weft__timed_spin_more, has the reasoning). */
+#define WEFT__PARK_SPIN_NS 30000u
+
 /*
  * weft__parker_park - wait for the permit and consume it.  deadline_ns is
- * an absolute CLOCK_MONOTONIC time, or 0 for none.  Spins up to 30 us
- * first: on this kind of machine waking a sleeping core costs 30-60 us,
- * while a hand-off to an awake one costs well under 1 us.
+ * an absolute CLOCK_MONOTONIC time, or 0 for none.  Spins for up to
+ * spin_ns first (WEFT__PARK_SPIN_NS for a thread that expects the permit
+ * within microseconds; 0 for one that has already spun, like a worker
+ * that searched before parking).
  * Returns true if the permit was consumed, false at the deadline.
  */
-bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns);
+bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns,
+                       uint64_t spin_ns);
 
 /* weft__parker_unpark - make the permit available and wake the owner. */
 void weft__parker_unpark(struct weft__parker *p);

@@ -15,8 +15,6 @@
 #include <errno.h>
 #include <time.h>
 
-#define SPIN_NS 30000u
-
 void weft__parker_init(struct weft__parker *p)
 {
     pthread_condattr_t attr;
@@ -34,17 +32,20 @@ void weft__parker_fini(struct weft__parker *p)
     pthread_mutex_destroy(&p->lock);
 }
 
-bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
+bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns,
+                       uint64_t spin_ns)
 {
-    /* Spin a while first (see parker_futex.c): the permit often comes
-     * within microseconds. */
-    uint64_t spin_end = weft__now_ns() + SPIN_NS;
-    unsigned spins = 0;
-    for (unsigned i = 1; !atomic_load_explicit(&p->permit, memory_order_relaxed);
-         i++) {
-        weft__backoff(&spins);
-        if (i % 16 == 0 && weft__now_ns() >= spin_end)
-            break;
+    /* Spin a while first (parker.h): the permit often comes within
+     * microseconds. */
+    if (spin_ns && !atomic_load_explicit(&p->permit, memory_order_relaxed)) {
+        uint64_t spin_end = weft__now_ns() + spin_ns;
+        if (deadline_ns && deadline_ns < spin_end)
+            spin_end = deadline_ns;
+        struct weft__timed_spin spin;
+        weft__timed_spin_start(&spin, spin_end);
+        while (weft__timed_spin_more(&spin) &&
+               !atomic_load_explicit(&p->permit, memory_order_relaxed))
+            ;
     }
     bool got = true;
     pthread_mutex_lock(&p->lock);

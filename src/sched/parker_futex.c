@@ -33,12 +33,6 @@
 
 enum { EMPTY, PERMIT, SLEEPING };
 
-/* How long to spin before sleeping: longer than a hand-off to an awake
- * core (about a microsecond), about as long as waking a sleeping one costs
- * here (30-60 us).  Measured in time, not iterations: a pause instruction
- * takes anything from 10 to 140 cycles depending on the CPU. */
-#define SPIN_NS 30000u
-
 void weft__parker_init(struct weft__parker *p)
 {
     atomic_init(&p->permit, EMPTY);
@@ -58,21 +52,20 @@ static inline bool take(struct weft__parker *p)
                PERMIT;
 }
 
-bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns)
+bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns,
+                       uint64_t spin_ns)
 {
-    uint64_t spin_end = weft__now_ns() + SPIN_NS;
-    if (deadline_ns && deadline_ns < spin_end)
-        spin_end = deadline_ns;
-    unsigned spins = 0;
-    for (unsigned i = 1;; i++) {
-        if (take(p))
-            return true;
-        /* Spin politely: after a short busy spin, give the CPU to any
-         * runnable thread (with more threads than cores, the one that
-         * would unpark us may be waiting for this core). */
-        weft__backoff(&spins);
-        if (i % 16 == 0 && weft__now_ns() >= spin_end)
-            break;
+    if (take(p))
+        return true;
+    if (spin_ns) {
+        uint64_t spin_end = weft__now_ns() + spin_ns;
+        if (deadline_ns && deadline_ns < spin_end)
+            spin_end = deadline_ns;
+        struct weft__timed_spin spin;
+        weft__timed_spin_start(&spin, spin_end);
+        while (weft__timed_spin_more(&spin))
+            if (take(p))
+                return true;
     }
     for (;;) {
         uint32_t seen = EMPTY;

@@ -566,45 +566,76 @@ static struct weft_task *steal_work(struct weft__worker *w)
 }
 
 /*
- * The last look of a worker about to park (see the top): a queued task, a
- * due timer, or waits parked on fds that no worker is polling (then this
- * one must: the kick that a poller holder gives up with can find someone
- * counted as searching, us, and do nothing; verify/pool.pml).  Its loads
- * are seq_cst: C11 orders a seq_cst read-modify-write (the caller's, on
- * nidle and nspinning) before later seq_cst loads, not before relaxed
- * ones (x86's locked instructions do order those; AArch64's ldaxr/stlxr
- * do not): that is the protocol's StoreLoad barrier (verify/pool.pml, the
- * rmw_not_fence twin).  On x86 they are plain loads all the same.
+ * The last look of a worker about to park (see the top): a queued task
+ * (any_queued), a due timer, or waits parked on fds that no worker is
+ * polling (then this one must: the kick that a poller holder gives up
+ * with can find someone counted as searching, us, and do nothing;
+ * verify/pool.pml).  The loads are seq_cst: C11 orders a seq_cst
+ * read-modify-write (the caller's, on nidle and nspinning) before later
+ * seq_cst loads, not before relaxed ones (x86's locked instructions do
+ * order those; AArch64's ldaxr/stlxr do not): that is the protocol's
+ * StoreLoad barrier (verify/pool.pml, the rmw_not_fence twin).  On x86
+ * they are plain loads all the same.
  */
-static bool any_work(weft_pool *p)
+static inline bool queued_with(weft_pool *p, memory_order mo)
 {
-    if (__atomic_load_n(&p->inject_tail.p, __ATOMIC_SEQ_CST) !=
-        &p->inject_head.node)
-        return true;
-    struct weft__poller *poller = weft__pool_poller(p);
-    if (poller && poller->ops->unattended(poller))
+    if (__atomic_load_n(&p->inject_tail.p, (int)mo) != &p->inject_head.node)
         return true;
     for (unsigned i = 0; i < p->nworkers; i++) {
         struct weft__worker *v = p->workers[i];
-        uint32_t b = atomic_load_explicit(&v->q.bottom, memory_order_seq_cst);
-        uint32_t t = atomic_load_explicit(&v->q.top, memory_order_seq_cst);
-        if ((int32_t)(b - t) > 0 ||
-            atomic_load_explicit(&v->lifo, memory_order_seq_cst))
+        uint32_t b = atomic_load_explicit(&v->q.bottom, mo);
+        uint32_t t = atomic_load_explicit(&v->q.top, mo);
+        if ((int32_t)(b - t) > 0 || atomic_load_explicit(&v->lifo, mo))
             return true;
     }
-    return timers_earliest(p) <= weft__now_ns();
+    return false;
 }
 
-/* A searcher found work: stop searching; the last searcher to stop wakes
- * another worker to take its place, since more work may follow. */
+static bool any_queued(weft_pool *p)
+{
+    return queued_with(p, memory_order_seq_cst);
+}
+
+static bool poller_unattended(weft_pool *p)
+{
+    struct weft__poller *poller = weft__pool_poller(p);
+    return poller && poller->ops->unattended(poller);
+}
+
+static bool any_work(weft_pool *p)
+{
+    return any_queued(p) || poller_unattended(p) ||
+           timers_earliest(p) <= weft__now_ns();
+}
+
+/*
+ * A searcher found work: stop searching.  While it searched, whoever
+ * queued work, armed the earliest timer or gave the poller up left the
+ * wake-up to it (wakep does nothing while someone searches); so the last
+ * searcher to stop wakes another worker if any of that may be waiting:
+ * queued tasks, an unattended poller, or any armed timer (the sleepers'
+ * deadlines may be later than a new one).  Go's resetspinning wakes one
+ * unconditionally; on a sync_wait round trip that put a futex wake on the
+ * critical path and a third spinning thread on a two-core machine
+ * (docs/performance.md, "sync_wait").  Nothing is left unannounced by the
+ * condition: the decrement is a seq_cst RMW before the seq_cst loads of
+ * the look, the StoreLoad pattern of park_worker's re-check (see the
+ * top): a submitter that read nspinning before the decrement queued
+ * before it, and the look sees the task; one that reads it after sees 0
+ * and wakes a worker itself.  Work that the found task creates is
+ * announced by its own submit.
+ */
 static void found_work(struct weft__worker *w)
 {
     if (!w->spinning)
         return;
     w->spinning = false;
-    if (atomic_fetch_sub_explicit(&w->pool->nspinning, 1,
-                                  memory_order_seq_cst) == 1)
-        wake_if_needed(w->pool);
+    weft_pool *p = w->pool;
+    if (atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst) ==
+            1 &&
+        (any_queued(p) || poller_unattended(p) ||
+         timers_earliest(p) != UINT64_MAX))
+        wake_if_needed(p);
 }
 
 static void leave_idle_list(weft_pool *p, struct weft__worker *w)
@@ -706,7 +737,7 @@ static bool park_worker(struct weft__worker *w)
         if (w->in_poll)
             poller->ops->block(poller, next);
         else
-            weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next);
+            weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next, 0);
     }
 
     weft__spin_lock(&p->idle_lock);
@@ -741,6 +772,51 @@ static bool park_worker(struct weft__worker *w)
     return true;
 }
 
+/*
+ * A searcher that found nothing keeps looking for a while before it parks
+ * (Go's spinning threads, TBB's prolonged pause): while it is counted in
+ * nspinning, submitters queue without waking anyone (wake_if_needed), and
+ * it picks their task up within a few hundred nanoseconds, where waking a
+ * parked worker costs 30-60 us here.  The budget is about that cost
+ * (base/backoff.h, weft__timed_spin_more); at most half of the busy workers
+ * search at once (find_work), so spinning never takes more than half of
+ * the pool's CPUs, and an idle pool stops spinning within the budget.
+ * The look is relaxed loads of what steal_work and take_global would
+ * take: it only decides whether to search again; what parks the worker
+ * safely is park_worker's seq_cst re-check.  It stops at once when the
+ * pool stops or the poller has waits that nobody polls (park_worker
+ * takes the poller).
+ */
+#define SEARCH_SPIN_NS WEFT__PARK_SPIN_NS
+
+static bool looks_queued(weft_pool *p)
+{
+    return queued_with(p, memory_order_relaxed);
+}
+
+/* True if something may be there to take: search again; false when the
+ * budget is spent (or searching should stop): park. */
+static bool search_spin(struct weft__worker *w, uint64_t *spin_end)
+{
+    weft_pool *p = w->pool;
+    if (!*spin_end)
+        *spin_end = weft__now_ns() + SEARCH_SPIN_NS;
+    struct weft__timed_spin spin;
+    weft__timed_spin_start(&spin, *spin_end);
+    while (weft__timed_spin_more(&spin)) {
+        if (looks_queued(p))
+            return true;
+        if (spin.round % WEFT__TIMED_SPIN_CLOCK_EVERY == 0) {
+            if (atomic_load_explicit(&p->stop, memory_order_relaxed) ||
+                poller_unattended(p))
+                return false;
+            if (timers_earliest(p) <= weft__now_ns())
+                return true;
+        }
+    }
+    return false;
+}
+
 /* Poll the pool's poller without blocking, if it has one; how many waits
  * that woke. */
 static unsigned poll_now(weft_pool *p)
@@ -752,6 +828,7 @@ static unsigned poll_now(weft_pool *p)
 static struct weft_task *find_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
+    uint64_t spin_end = 0; /* search_spin's budget, from its first round */
     for (;;) {
         struct weft_task *t = NULL;
         if (++w->tick % GLOBAL_EVERY == 0) {
@@ -820,8 +897,11 @@ static struct weft_task *find_work(struct weft__worker *w)
             found_work(w);
             return t;
         }
+        if (w->spinning && search_spin(w, &spin_end))
+            continue;
         if (!park_worker(w))
             return NULL;
+        spin_end = 0; /* woken as a searcher: a new budget */
     }
 }
 
@@ -975,7 +1055,7 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
     atomic_store_explicit(&p->shutdown, 1, memory_order_seq_cst);
     wake_all(p);
     while (!atomic_load_explicit(&p->stop, memory_order_acquire))
-        weft__parker_park(&parker, 0);
+        weft__parker_park(&parker, 0, 0);
 
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);

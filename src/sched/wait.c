@@ -197,7 +197,8 @@ uint32_t weft__wait_block(struct weft__wait *w)
          * until it is consumed, so the parker is not touched after we
          * return (parker.h). */
         uint64_t deadline = w->deadline;
-        while (!weft__parker_park(&w->parker, deadline)) {
+        while (!weft__parker_park(&w->parker, deadline,
+                                  WEFT__PARK_SPIN_NS)) {
             decide(w, WEFT__W_TIMEDOUT);
             deadline = 0;
         }
