@@ -139,9 +139,11 @@ static bool stack_room(struct weft_task *self, size_t need)
  * deque, so popping it takes the entry and its reference, and nobody else
  * can reach it any more (we hold the handle).  Else, if it is still
  * queued anywhere, claim it by CAS and leave the entry to be dropped when
- * popped.
+ * popped.  On success the await is over: the result is in *result and
+ * the handle is consumed.
  */
-static bool try_inline(struct weft_task *self, struct weft_task *t)
+static bool try_inline(struct weft_task *self, struct weft_task *t,
+                       void **result)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || t->spawned_on != w->pool ||
@@ -167,14 +169,21 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
     /* While t's body runs here, t is the calling task (to weft_await). */
     struct weft_task *outer = self->inlined;
     self->inlined = t;
-    t->result = t->co.fn(t->arg);
+    void *r = t->co.fn(t->arg);
     self->inlined = outer;
+    t->result = r;
+    if (result)
+        *result = r;
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
-    /* COMPLETE, and the task's life reference goes. */
-    weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -1,
-                   memory_order_release);
+    /* COMPLETE; the task's life reference and the handle's (consumed
+     * here) go in one RMW.  acq_rel: if no entry is left (the pop above),
+     * this drops the last reference, after every other owner's writes. */
+    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -2,
+                                memory_order_acq_rel);
+    if (weft__task_refs(n) == 0)
+        weft__record_free(t);
     return true;
 }
 
@@ -195,19 +204,38 @@ static bool try_inline(struct weft_task *self, struct weft_task *t)
  * to drop.  The worker is read afresh: the inline body may have parked,
  * and its host continued on another worker.
  */
+#define STALE_BATCH 32u
+
+static bool is_complete(struct weft_task *t)
+{
+    return t && weft__task_lifecycle(atomic_load_explicit(
+                    &t->state, memory_order_acquire)) == WEFT__T_COMPLETE;
+}
+
 static void retire_stale(void)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w)
         return;
-    struct weft_task *b;
-    while ((b = weft__runq_peek_bottom(&w->q)) != NULL &&
-           weft__task_lifecycle(atomic_load_explicit(
-               &b->state, memory_order_acquire)) == WEFT__T_COMPLETE) {
+    for (;;) {
+        /* The run of COMPLETE entries at the bottom, taken with one
+         * StoreLoad (runq.h, drop_bottom) rather than one per pop. */
+        struct weft_task *stale[STALE_BATCH];
+        uint32_t k = 0;
+        while (k < STALE_BATCH &&
+               is_complete(stale[k] = weft__runq_peek_below(&w->q, k)))
+            k++;
+        if (k == 0)
+            return;
+        if (k > 1 && weft__runq_drop_bottom(&w->q, k)) {
+            for (uint32_t i = 0; i < k; i++)
+                /* Fails (COMPLETE), and drops the entry's reference. */
+                (void)weft__task_claim_queued(stale[i]);
+            continue;
+        }
         struct weft_task *t = weft__runq_pop(&w->q);
         if (!t)
-            break; /* a thief took the last one */
-        /* Fails (COMPLETE), and drops the entry's reference. */
+            return; /* a thief took the last one */
         (void)weft__task_claim_queued(t);
     }
 }
@@ -282,8 +310,7 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
             return -ECANCELED;
         /* Not for a timed await: nothing could end an inline body at the
          * deadline. */
-        if (!t->lazy && !deadline && try_inline(self, t)) {
-            consume(t, result);
+        if (!t->lazy && !deadline && try_inline(self, t, result)) {
             retire_stale();
             return 0;
         }

@@ -53,6 +53,21 @@ struct weft_task *weft__runq_pop(struct weft__runq *q)
     return t;
 }
 
+bool weft__runq_drop_bottom(struct weft__runq *q, uint32_t k)
+{
+    uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    uint32_t nb = b - k;
+    /* pop's StoreLoad, once for all k. */
+    atomic_store_explicit(&q->bottom, nb, memory_order_seq_cst);
+    uint32_t tp = atomic_load_explicit(&q->top, memory_order_seq_cst);
+    if ((int32_t)(nb - tp) > 0)
+        return true;
+    /* A thief may be taking one of them: give them all back.  Release:
+     * a thief that reads this bottom reads the slots (which we wrote). */
+    atomic_store_explicit(&q->bottom, b, memory_order_release);
+    return false;
+}
+
 struct weft_task *weft__runq_steal(struct weft__runq *q)
 {
     /* seq_cst: ordered with the owner's pop (see there); and acquire,

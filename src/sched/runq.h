@@ -21,6 +21,9 @@
  *                |                 | last element, which a thief may take
  *   steal        | anyone          | seq_cst reads of top then bottom, read
  *                |                 | the slot, CAS top (one element)
+ *   drop_bottom  | owner only      | pop's seq_cst store of bottom-k and
+ *                |                 | read of top, once for k elements;
+ *                |                 | only if k < bottom - top (no CAS)
  *   peek_bottom  | owner only      | a plain look at the newest slot
  *   len          | anyone          | a racy estimate
  *
@@ -30,6 +33,12 @@
  * sees the other's change.  (The paper's fences are written as seq_cst
  * accesses: the same instructions on x86, and ThreadSanitizer models them.)  When
  * exactly one element is left both CAS top, and one CAS fails.
+ * drop_bottom takes the k newest at once by the same argument: a thief
+ * whose read of top follows the owner's store of bottom - k sees it, and
+ * one whose read comes before read a top no larger than the owner's read,
+ * which is below bottom - k, so it targets an element the owner keeps.
+ * When that cannot be shown (k reaches down to top) the owner restores
+ * bottom and takes nothing.
  *
  * A slot is never overwritten while a thief may still read it: a push into
  * slot i (mod size) needs bottom - top < size, so the element a thief could
@@ -47,7 +56,11 @@
 
 struct weft_task;
 
-#define WEFT__RUNQ_SIZE 256u
+/* 8 KiB a worker.  With 256 (Go's size), a task spawning a million
+ * children on 2 workers kept spilling half its ring to the global queue
+ * (a locked enqueue and dequeue per task): spawn-join 154 ms, 117 with
+ * 1024. */
+#define WEFT__RUNQ_SIZE 1024u
 
 struct weft__runq {
     _Alignas(64) _Atomic uint32_t top;     /* oldest; CAS by thieves   */
@@ -67,15 +80,28 @@ struct weft_task *weft__runq_pop(struct weft__runq *q);
 /* Anyone: the oldest task, or NULL if empty or lost to another taker. */
 struct weft_task *weft__runq_steal(struct weft__runq *q);
 
-/* Owner: the newest task without taking it (NULL if empty). */
-static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
+/* Owner: remove the k newest entries (the caller has looked at them with
+ * peek_below), if no thief can be taking one of them; false, with
+ * nothing removed, if one could (k reaches down to the oldest). */
+bool weft__runq_drop_bottom(struct weft__runq *q, uint32_t k);
+
+/* Owner: the (i+1)-th newest task without taking it (NULL if there are not
+ * that many). */
+static inline struct weft_task *weft__runq_peek_below(struct weft__runq *q,
+                                                      uint32_t i)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
     uint32_t t = atomic_load_explicit(&q->top, memory_order_relaxed);
-    if ((int32_t)(b - t) <= 0)
+    if ((int32_t)(b - t) <= (int32_t)i)
         return NULL;
-    return atomic_load_explicit(&q->slot[(b - 1) & (WEFT__RUNQ_SIZE - 1)],
+    return atomic_load_explicit(&q->slot[(b - 1 - i) & (WEFT__RUNQ_SIZE - 1)],
                                 memory_order_relaxed);
+}
+
+/* Owner: the newest task without taking it (NULL if empty). */
+static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
+{
+    return weft__runq_peek_below(q, 0);
 }
 
 /* Anyone: roughly how many tasks are queued. */

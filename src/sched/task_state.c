@@ -84,6 +84,19 @@ void weft__task_make_scheduled(struct weft_task *t)
 
 void weft__task_unref(struct weft_task *t, uint64_t n)
 {
+    /* An ended task whose references are all ours is ours alone: nobody
+     * else holds one, and nobody can gain one (only a wake of an IDLE
+     * task adds a reference without holding one).  Then no RMW (TBB's
+     * rule: the shared count only on the last transition): a stale
+     * queue entry of an awaited fork-join child, the handle of a task
+     * that ended first.  Acquire: it reads the last of the other owners'
+     * release RMWs, so their writes come before the free. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
+        weft__task_refs(s) == n) {
+        weft__record_free(t);
+        return;
+    }
     /* acq_rel: the last one out sees every other owner's writes. */
     uint64_t old = atomic_fetch_sub_explicit(&t->state, n * WEFT__T_REF,
                                              memory_order_acq_rel);

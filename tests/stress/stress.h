@@ -216,4 +216,11 @@ static inline unsigned st_online_cpus(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* As many workers as CPUs, but from 2 (someone to steal) to 4. */
+static inline unsigned st_workers_2_to_4(void)
+{
+    unsigned n = st_online_cpus();
+    return n > 4 ? 4 : n < 2 ? 2 : n;
+}
+
 #endif /* STRESS_H */

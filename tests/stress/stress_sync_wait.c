@@ -62,11 +62,7 @@ int main(void)
 {
     st_start("stress_sync_wait", 150);
     per_thread = st_scaled(PER_THREAD);
-    unsigned workers = st_online_cpus();
-    if (workers > 4)
-        workers = 4;
-    if (workers < 2)
-        workers = 2;
+    unsigned workers = st_workers_2_to_4();
     pool = st_pool(workers, "sw");
 
     st_phase = "round trips";
