@@ -143,3 +143,14 @@ size_t weft__cache_depot_count(struct weft__cache *c)
     pthread_mutex_unlock(&c->lock);
     return n;
 }
+
+size_t weft__cache_depot_keys(struct weft__cache *c, size_t *n)
+{
+    size_t sum = 0;
+    pthread_mutex_lock(&c->lock);
+    *n = c->ndepot;
+    for (const struct weft__cache_node *o = c->depot; o; o = o->next)
+        sum += o->key;
+    pthread_mutex_unlock(&c->lock);
+    return sum;
+}

@@ -122,4 +122,8 @@ bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l);
 /* Objects in the depot now (a snapshot). */
 size_t weft__cache_depot_count(struct weft__cache *c);
 
+/* For the observers: the sum of the depot's objects' keys (stacks: their
+ * sizes), and their number in *n (a snapshot; walks the depot). */
+size_t weft__cache_depot_keys(struct weft__cache *c, size_t *n);
+
 #endif /* WEFT_BASE_CACHE_H */

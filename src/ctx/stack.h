@@ -122,6 +122,12 @@ static inline void weft__stack_free(const weft__stack *s)
     weft__cache_put(&weft__stack_cache, &weft__stack_local, &f->node);
 }
 
+/* For the observers: stacks mapped now (in use or cached) and their bytes,
+ * and those free in the shared depot (a per-thread cache's are not
+ * counted there). */
+void weft__stack_counts(size_t *mapped, size_t *bytes, size_t *cached,
+                        size_t *cached_bytes);
+
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */
 bool weft__stack_intact(const weft__stack *s);
 

@@ -532,6 +532,17 @@ static struct weft_task *steal_from(struct weft__worker *w,
     return run;
 }
 
+/* For the observers: w took t from v's queues. */
+static void stolen(struct weft__worker *w, struct weft__worker *v,
+                   struct weft_task *t)
+{
+    w->stats.steals++;
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_STEAL,
+                    atomic_load_explicit(&t->co.id, memory_order_relaxed),
+                    v->index);
+}
+
 static struct weft_task *steal_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
@@ -541,6 +552,7 @@ static struct weft_task *steal_work(struct weft__worker *w)
             struct weft__worker *v = p->workers[(start + i) % p->nworkers];
             if (v == w)
                 continue;
+            w->stats.steal_tries++;
             struct weft_task *t = steal_from(w, v);
             if (!t)
                 t = pop_local(w); /* what we moved, if the first was stale */
@@ -553,8 +565,10 @@ static struct weft_task *steal_work(struct weft__worker *w)
                 if (t && !weft__task_claim_queued(t))
                     t = NULL;
             }
-            if (t)
+            if (t) {
+                stolen(w, v, t);
                 return t;
+            }
         }
         struct weft_task *t = take_global(w);
         if (t)
@@ -629,6 +643,24 @@ static bool check_stop(weft_pool *p)
     return true;
 }
 
+/* For the observers: the sleep of park_worker, its time and its trace.
+ * A system call follows or came before: two clock reads are nothing. */
+static void sleep_begins(struct weft__worker *w)
+{
+    w->stats.parks++;
+    w->stats.idle_since = weft__now_ns();
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_SLEEP, 0, w->index);
+}
+
+static void sleep_ends(struct weft__worker *w)
+{
+    w->stats.idle_ns += weft__now_ns() - w->stats.idle_since;
+    w->stats.idle_since = 0;
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_AWAKE, 0, w->index);
+}
+
 /*
  * Nothing found: go idle and sleep until woken or a timer is due.  Returns
  * false when the pool stops.  On return the worker may be spinning (it was
@@ -664,10 +696,12 @@ static bool park_worker(struct weft__worker *w)
     bool sleep = !any_work(p);
     if (sleep) {
         uint64_t next = timers_earliest(p);
+        sleep_begins(w);
         if (w->in_poll)
             poller->ops->block(poller, next);
         else
             weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next);
+        sleep_ends(w);
     }
 
     weft__spin_lock(&p->idle_lock);
@@ -687,6 +721,8 @@ static bool park_worker(struct weft__worker *w)
          * next park return at once, which is harmless. */
         w->woken = false;
         w->spinning = true;
+        if (sleep)
+            w->stats.wakeups++;
     }
     bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
     weft__spin_unlock(&p->idle_lock);
@@ -736,6 +772,7 @@ static struct weft_task *find_work(struct weft__worker *w)
                 atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
             if (l && weft__task_claim_queued(l)) {
                 w->lifo_streak++;
+                w->stats.lifo_hits++;
                 found_work(w);
                 return l;
             }
@@ -752,6 +789,8 @@ static struct weft_task *find_work(struct weft__worker *w)
             t = atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
             if (t && !weft__task_claim_queued(t))
                 t = NULL;
+            if (t)
+                w->stats.lifo_hits++;
         }
         if (t) {
             found_work(w);
@@ -796,8 +835,12 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
 
     struct weft_task *task;
-    while ((task = find_work(w)))
+    while ((task = find_work(w))) {
+        /* For the observers (sched/observe.h). */
+        w->stats.runs++;
+        task->ran_on = w;
         weft__task_run(task);
+    }
 
     weft__sched_fresh()->worker = NULL;
     return NULL;
@@ -867,6 +910,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     p->stack_size = stack;
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
+    p->made_ns = weft__now_ns();
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
     weft__spin_init(&p->idle_lock);
     weft__spin_init(&p->inject_lock);
@@ -907,6 +951,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
             return -EAGAIN;
         }
     }
+    weft__observe_pool_made(p);
     *out = p;
     return 0;
 }
@@ -940,6 +985,7 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
         weft__backoff(&spins);
     drop_queued(p);
     weft__parker_fini(&parker);
+    weft__observe_pool_gone(p);
     free_pool(p, p->nworkers);
     return 0;
 }

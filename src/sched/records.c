@@ -7,7 +7,11 @@
  * Go's goroutine descriptors): a fork-join program makes and frees one per
  * spawn, often a million at once, and malloc costs several times the rest
  * of a spawn.  Memory stays at the peak number of live records; every
- * chunk stays listed, so leak checkers see the records as reachable.
+ * chunk stays listed, so leak checkers see the records as reachable, and
+ * so do the observers (task.h, "The observers' walk").  They tell a live
+ * record by its co.flags, which task.c's task_new makes HOSTED and which
+ * a free here makes 0 for nothing: the cache node's key, stored 0 below,
+ * covers them (asserted), as it covers the state word.
  */
 #include "sched/task.h"
 
@@ -29,10 +33,22 @@ struct record_chunk {
     _Alignas(16) struct weft_task records[];
 };
 static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct record_chunk *chunks;
+/* Written under chunks_lock, with release (the chunk's records are marked
+ * free before it is seen); read by the walk with acquire, without it.  The gdb
+ * commands (tools/gdb/weft.py) read it by this name too, with CHUNK. */
+static struct record_chunk *_Atomic chunks;
+const unsigned weft__records_per_chunk = CHUNK;
 
 /* A free record's cache node: the link field doubles as it.  The record is
- * free, so nothing else reads its fields. */
+ * free, so nothing else reads its fields but the observers, who look only
+ * at co.flags, which the node's key covers (see the top). */
+_Static_assert(offsetof(struct weft_task, co) == 0 &&
+                   offsetof(struct weft_coro, flags) >=
+                       offsetof(struct weft__cache_node, key) &&
+                   offsetof(struct weft_coro, flags) + sizeof(uint32_t) <=
+                       offsetof(struct weft__cache_node, key) +
+                           sizeof(size_t),
+               "a free record's key must cover co.flags");
 static inline struct weft__cache_node *node_of(struct weft_task *t)
 {
     return (struct weft__cache_node *)&t->co;
@@ -49,9 +65,17 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         weft__malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
     if (!chunk)
         return NULL;
+    /* Free records, before the walk can see them: flags 0 (not live), no
+     * trace flow, and a wait_lock that is never set up again (task.c's
+     * task_new leaves it, for the observers' sake). */
+    for (unsigned i = 0; i < CHUNK; i++) {
+        chunk->records[i].co.flags = 0;
+        atomic_init(&chunk->records[i].trace_flow, 0);
+        weft__spin_init(&chunk->records[i].wait_lock);
+    }
     pthread_mutex_lock(&chunks_lock);
-    chunk->next = chunks;
-    chunks = chunk;
+    chunk->next = atomic_load_explicit(&chunks, memory_order_relaxed);
+    atomic_store_explicit(&chunks, chunk, memory_order_release);
     pthread_mutex_unlock(&chunks_lock);
     /* All but the first go to this thread's cache. */
     for (unsigned i = 1; i < CHUNK; i++)
@@ -72,4 +96,27 @@ void weft__record_free(struct weft_task *t)
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);
+}
+
+/* ------------------------------------------------- the observers' walk */
+
+/* struct weft__record_chunk is never defined: it names a record_chunk. */
+
+const struct weft__record_chunk *weft__records_first(void)
+{
+    return (const void *)atomic_load_explicit(&chunks, memory_order_acquire);
+}
+
+const struct weft__record_chunk *
+weft__records_next(const struct weft__record_chunk *c)
+{
+    return (const void *)((const struct record_chunk *)(const void *)c)->next;
+}
+
+struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+                                   unsigned *n)
+{
+    *n = CHUNK;
+    return (struct weft_task *)((const struct record_chunk *)(const void *)c)
+        ->records;
 }

@@ -68,6 +68,7 @@ enum {
 
 struct weft__driver;
 struct weft__wait;
+struct weft__worker;
 
 struct weft_task {
     struct weft_coro co;          /* context and chain record; HOSTED     */
@@ -95,7 +96,23 @@ struct weft_task {
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */
+    /* For the observers (sched/observe.h), who read them racily: the
+     * worker that ran it last (set by the scheduler loop that found it,
+     * and by a continuation's switch; stale for a task run elsewhere
+     * since: compared, never followed, by the dump), and the trace's flow
+     * from the wake that queued it last (trace.c; 0 when the record is
+     * made, and taken by each run). */
+    const struct weft__worker *ran_on;
+    _Atomic uint64_t trace_flow;
 };
+
+/* Whether a task record is in use (for the observers, who walk free
+ * records too): task_new makes co.flags HOSTED, and a free record's
+ * flags are 0 (records.c). */
+static inline bool weft__task_record_live(const struct weft_task *t)
+{
+    return *(const volatile uint32_t *)&t->co.flags & WEFT__CORO_HOSTED;
+}
 
 static inline uint64_t weft__task_refs(uint64_t s)
 {
@@ -215,5 +232,20 @@ size_t weft__task_declared_stack(const struct weft_task *t,
 struct weft_task *weft__record_alloc(void);
 /* Back to this thread's cache. */
 void weft__record_free(struct weft_task *t);
+
+/*
+ * The observers' walk (dump.c, stats.c): every task record ever made, live
+ * or free (weft__task_record_live), chunk by chunk.  Chunks are
+ * never freed and only ever added at the head of the list, so the chunks
+ * reached from one read of the head are a fixed set that may be walked
+ * without a lock.
+ */
+struct weft__record_chunk;
+const struct weft__record_chunk *weft__records_first(void);
+const struct weft__record_chunk *
+weft__records_next(const struct weft__record_chunk *c);
+/* The records of chunk c, and how many (*n). */
+struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+                                   unsigned *n);
 
 #endif /* WEFT_SCHED_TASK_H */
