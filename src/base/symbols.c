@@ -224,9 +224,11 @@ static const char *lookup(const struct weft__syms_module *m, uintptr_t a,
     return NULL;
 }
 
-void weft__syms_name(struct weft__syms *s, uintptr_t pc, char *buf, size_t n)
+void weft__syms_name(struct weft__syms *s, uintptr_t pc, int ret, char *buf,
+                     size_t n)
 {
-    struct weft__syms_module *m = module_of(s, pc - 1);
+    uintptr_t at = ret ? pc - 1 : pc;
+    struct weft__syms_module *m = module_of(s, at);
     if (!m) {
         snprintf(buf, n, "?");
         return;
@@ -234,10 +236,10 @@ void weft__syms_name(struct weft__syms *s, uintptr_t pc, char *buf, size_t n)
     uintptr_t a = pc - m->bias;
     const char *mod = m->path[0] ? base_name(m->path) : s->program;
     uintptr_t start = 0;
-    const char *fn = m->nfns ? lookup(m, a - 1, &start) : NULL;
+    const char *fn = m->nfns ? lookup(m, at - m->bias, &start) : NULL;
     if (!fn) {
         Dl_info di;
-        if (dladdr((void *)(pc - 1), &di) && di.dli_sname) {
+        if (dladdr((void *)at, &di) && di.dli_sname) {
             fn = di.dli_sname;
             start = (uintptr_t)di.dli_saddr - m->bias;
         }

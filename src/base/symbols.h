@@ -47,9 +47,10 @@ void weft__syms_open(struct weft__syms *s);
 void weft__syms_close(struct weft__syms *s);
 
 /* The name of code address pc into buf (always terminated; "?" if no
- * module holds it).  pc is a return address: the function looked up is
- * the one holding pc - 1, so that a call at a function's very end is
- * named right; the offsets printed are pc's. */
-void weft__syms_name(struct weft__syms *s, uintptr_t pc, char *buf, size_t n);
+ * module holds it).  With `ret`, pc is a return address: the function
+ * looked up is the one holding pc - 1, so that a call at a function's very
+ * end is named right; the offsets printed are pc's either way. */
+void weft__syms_name(struct weft__syms *s, uintptr_t pc, int ret, char *buf,
+                     size_t n);
 
 #endif /* WEFT_BASE_SYMBOLS_H */

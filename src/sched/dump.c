@@ -225,7 +225,7 @@ static void print_snap(struct dump *d, const struct weft__snap *s)
         fprintf(d->out, "  %s\n", s->about);
     } else if (s->kind && (s->kind->flags & WEFT__WK_CODE) && s->obj) {
         char fn[256];
-        weft__syms_name(&d->syms, (uintptr_t)s->obj + 1, fn, sizeof fn);
+        weft__syms_name(&d->syms, (uintptr_t)s->obj, 0, fn, sizeof fn);
         fprintf(d->out, "  running %s\n", fn);
     } else if (s->obj) {
         fprintf(d->out, "  on %p\n", s->obj);
@@ -248,7 +248,7 @@ static void print_snap(struct dump *d, const struct weft__snap *s)
                 (double)(s->stack_top - s->stack_low) / 1024);
     for (unsigned i = 0; i < s->npcs; i++) {
         char fn[256];
-        weft__syms_name(&d->syms, s->pcs[i], fn, sizeof fn);
+        weft__syms_name(&d->syms, s->pcs[i], 1, fn, sizeof fn);
         fprintf(d->out, "  #%-2u %s\n", i, fn);
     }
 }
