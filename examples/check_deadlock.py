@@ -3,10 +3,17 @@
 
 The dump must show each of the five tasks, parked where deadlock.c parks
 it, with the object and what the dump knows of it (the mutex's holder, the
-task awaited, the fd) and a stack that reaches the task's own function."""
+task awaited, the fd) and a stack that reaches the task's own function.
+Then the same through WEFT_DUMP_SIGNAL: `deadlock` (deadlocked for good)
+with WEFT_DUMP_SIGNAL=SIGQUIT writes the dump to stderr at each SIGQUIT
+and goes on."""
+import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import time
 
 
 def main():
@@ -70,12 +77,55 @@ def main():
             problems.append('%s: the stack does not reach its entry' % name)
     if not re.search(r'^resolved$', out, re.M):
         problems.append('not resolved')
+    problems += on_signal(exe)
     if problems:
         print(out)
         print('\n'.join('FAIL: ' + p for p in problems))
         return 1
     print(out)
     return 0
+
+
+def read_until(f, marker, seconds):
+    """What f gives until marker appears, or seconds pass."""
+    text = ''
+    end = time.monotonic() + seconds
+    while marker not in text:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([f], [], [], left)[0]:
+            break
+        chunk = os.read(f.fileno(), 65536).decode()
+        if not chunk:
+            break
+        text += chunk
+    return text
+
+
+def on_signal(exe):
+    problems = []
+    env = dict(os.environ, WEFT_DUMP_SIGNAL='SIGQUIT')
+    p = subprocess.Popen([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    try:
+        if 'deadlocked' not in read_until(p.stdout, '\n', 30):
+            return ['WEFT_DUMP_SIGNAL: did not deadlock']
+        for i in range(2):
+            p.send_signal(signal.SIGQUIT)
+            text = read_until(p.stderr, 'weft: end of dump\n', 30)
+            for want in ('weft: dump (signal %d, pid %d)' %
+                         (signal.SIGQUIT, p.pid),
+                         'weft pool "deadlock" (2 workers):',
+                         '"keeper" [chan recv, ', '"locker" [mutex, ',
+                         '5 live tasks', 'weft: end of dump'):
+                if want not in text:
+                    problems.append('WEFT_DUMP_SIGNAL, dump %d: no %r in:\n%s'
+                                    % (i + 1, want, text))
+        if p.poll() is not None:
+            problems.append('WEFT_DUMP_SIGNAL: the program did not go on')
+    finally:
+        p.kill()
+        p.wait()
+    return problems
 
 
 if __name__ == '__main__':
