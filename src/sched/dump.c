@@ -289,7 +289,8 @@ RACY_READS static struct found *find_tasks(const weft_pool *pool, size_t *n)
             all[k++].t = &r[i];
         }
     }
-    qsort(all, k, sizeof *all, by_id);
+    if (k)
+        qsort(all, k, sizeof *all, by_id);
     *n = k;
     return all;
 }

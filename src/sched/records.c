@@ -65,21 +65,22 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         weft__malloc(sizeof *chunk + CHUNK * sizeof chunk->records[0]);
     if (!chunk)
         return NULL;
-    /* Free records, before the walk can see them: flags 0 (not live), no
-     * trace flow, and a wait_lock that is never set up again (task.c's
-     * task_new leaves it, for the observers' sake). */
-    for (unsigned i = 0; i < CHUNK; i++) {
-        chunk->records[i].co.flags = 0;
-        atomic_init(&chunk->records[i].trace_flow, 0);
+    /* Each record's wait_lock is set up here, once: task.c's task_new
+     * leaves it, for the observers' sake (dump.c).  All but the first go
+     * to this thread's cache, which makes their flags 0 (free); the first
+     * is marked free until task_new makes it live.  The chunk is listed
+     * for the observers' walk only then (one that a task took meanwhile
+     * from the depot is missed by a walk for those few microseconds). */
+    chunk->records[0].co.flags = 0;
+    weft__spin_init(&chunk->records[0].wait_lock);
+    for (unsigned i = 1; i < CHUNK; i++) {
         weft__spin_init(&chunk->records[i].wait_lock);
+        weft__record_free(&chunk->records[i]);
     }
     pthread_mutex_lock(&chunks_lock);
     chunk->next = atomic_load_explicit(&chunks, memory_order_relaxed);
     atomic_store_explicit(&chunks, chunk, memory_order_release);
     pthread_mutex_unlock(&chunks_lock);
-    /* All but the first go to this thread's cache. */
-    for (unsigned i = 1; i < CHUNK; i++)
-        weft__record_free(&chunk->records[i]);
     return &chunk->records[0];
 }
 

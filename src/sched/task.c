@@ -91,7 +91,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->cur_wait = NULL;
     t->started = false;
     t->lazy = false;
-    /* ran_on, sp_low: set when it runs; trace_flow: 0 since the last run. */
+    /* ran_on: set when it runs; trace_flow: taken by each run. */
     atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_relaxed);
     if (weft__trace_on())
         trace_made(t);

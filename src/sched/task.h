@@ -100,8 +100,9 @@ struct weft_task {
      * worker that ran it last (set by the scheduler loop that found it,
      * and by a continuation's switch; stale for a task run elsewhere
      * since: compared, never followed, by the dump), and the trace's flow
-     * from the wake that queued it last (trace.c; 0 when the record is
-     * made, and taken by each run). */
+     * from the wake that queued it last (trace.c; taken by each run; in a
+     * fresh record, whatever malloc left, which the trace's writer drops:
+     * a flow that ends without a start). */
     const struct weft__worker *ran_on;
     _Atomic uint64_t trace_flow;
 };

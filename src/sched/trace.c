@@ -314,11 +314,30 @@ static const char *reason_name(uint64_t r)
     return r < WEFT__WR_COUNT ? names[r] : "wait";
 }
 
+/* The flows that start somewhere (sorted), so that an end without a start
+ * (a fresh record's flow word, a wake before the trace began) is left out. */
+struct flows {
+    uint64_t *ids;
+    size_t n;
+};
+
+static int by_flow(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool flow_started(const struct flows *fl, uint64_t id)
+{
+    return fl->ids && bsearch(&id, fl->ids, fl->n, sizeof id, by_flow);
+}
+
 struct writer {
     FILE *f;
     long pid;
     bool first;
     const struct names *names;
+    const struct flows *flows;
 };
 
 static void event_head(struct writer *w, const char *ph, const char *cat,
@@ -374,7 +393,7 @@ static void write_buffer(struct writer *w, const struct buffer *b)
                 if (depth == OPEN_MAX)
                     break;
                 open[depth++] = (struct open){e->id, e->ts, e->arg, NULL};
-                if (e->arg) {
+                if (e->arg && flow_started(w->flows, e->arg)) {
                     event_head(w, "f", "wake", b->tid, e->ts);
                     fprintf(w->f, ",\"bp\":\"e\",\"name\":\"wake\","
                                   "\"id\":%llu}",
@@ -453,18 +472,35 @@ static void write_buffer(struct writer *w, const struct buffer *b)
 /* Under list_lock, tracing off and every buffer idle: write the JSON. */
 static int write_trace(FILE *f)
 {
-    size_t nnames = 0;
+    size_t nnames = 0, nwakes = 0;
     uint64_t dropped = 0;
     for (struct buffer *b = buffers; b; b = b->next) {
         if (!atomic_load_explicit(&b->listed, memory_order_relaxed))
             continue;
         dropped += b->dropped;
         for (const struct block *k = b->head; k; k = k->next)
-            for (unsigned i = 0; i < k->n; i++)
+            for (unsigned i = 0; i < k->n; i++) {
+                nwakes += k->ev[i].type == WEFT__TE_WAKE;
                 if (k->ev[i].type == WEFT__TE_NAME) {
                     nnames++;
                     i++; /* its text */
                 }
+            }
+    }
+    struct flows flows = {NULL, 0};
+    if (nwakes && (flows.ids = weft__malloc(nwakes * sizeof *flows.ids))) {
+        for (struct buffer *b = buffers; b; b = b->next) {
+            if (!atomic_load_explicit(&b->listed, memory_order_relaxed))
+                continue;
+            for (const struct block *k = b->head; k; k = k->next)
+                for (unsigned i = 0; i < k->n; i++) {
+                    if (k->ev[i].type == WEFT__TE_WAKE)
+                        flows.ids[flows.n++] = k->ev[i].arg;
+                    if (k->ev[i].type == WEFT__TE_NAME)
+                        i++;
+                }
+        }
+        qsort(flows.ids, flows.n, sizeof *flows.ids, by_flow);
     }
     struct names names = {NULL, NULL, 0};
     if (nnames) {
@@ -487,7 +523,7 @@ static int write_trace(FILE *f)
                     i++;
                 }
     }
-    struct writer w = {f, (long)getpid(), true, &names};
+    struct writer w = {f, (long)getpid(), true, &names, &flows};
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"weft\":\"%s\","
                "\"dropped\":%llu},\n\"traceEvents\":[",
             weft_version_string(), (unsigned long long)dropped);
@@ -499,6 +535,7 @@ static int write_trace(FILE *f)
     fprintf(f, "\n]}\n");
     free(names.ids);
     free(names.text);
+    free(flows.ids);
     return ferror(f) ? -EIO : 0;
 }
 
