@@ -140,13 +140,13 @@ WEFT_API int weft_dump_on_signal(int signo);
  * tasks made, started or resumed, parked (and on what), woken (and by
  * which task), stolen, finished; workers going to sleep and waking up.
  * Each thread writes its own buffer (up to about a million events per
- * trace; later ones are counted and dropped).  weft_trace_stop writes them to path as
- * Chrome trace-event JSON, which Perfetto (ui.perfetto.dev),
- * chrome://tracing and tools/trace/viewer.html open: a track per thread, a
- * slice per stretch a task ran, an arrow from each waker to the task it
- * woke.  The environment variable WEFT_TRACE=path starts a trace when the
- * first pool is made, and stops it at exit.  path is opened (created or
- * truncated) now.  Any context.
+ * trace; later ones are counted and dropped).  weft_trace_stop writes
+ * them to path as Chrome trace-event JSON, which Perfetto
+ * (ui.perfetto.dev), chrome://tracing and tools/trace/viewer.html open: a
+ * track per thread, a slice per stretch a task ran, an arrow from each
+ * waker to the task it woke.  The environment variable WEFT_TRACE=path
+ * starts a trace when the first pool is made, and stops it at exit.  path
+ * is opened (created or truncated) now.  Any context.
  * Returns 0, -EINVAL (path NULL), -EBUSY (a trace is being recorded
  * already), -ENOENT (path's folder does not exist), -EISDIR (path is a
  * folder), or another error of open(2) as a negative errno value.

@@ -57,8 +57,8 @@ enum {
 static void observe(uint64_t *busy, uint64_t *idle);
 
 /* The object is the function running on a blocking thread. */
-static const struct weft__wait_kind blocking_kind = {WEFT__WR_BLOCKING,
-                                                     "blocking", WEFT__WK_CODE, NULL};
+static const struct weft__wait_kind blocking_kind = {
+    WEFT__WR_BLOCKING, "blocking", WEFT__WK_CODE, NULL};
 
 struct request {
     weft_fn fn;
@@ -286,7 +286,8 @@ static int blocking_until(weft_fn fn, void *arg, void **result,
     weft__spin_lock(&r->lock);
     if (!r->done) {
         struct weft__wait w;
-        if (weft__wait_init(&w, deadline, &blocking_kind, (const void *)(uintptr_t)fn)) {
+        if (weft__wait_init(&w, deadline, &blocking_kind,
+                            (const void *)(uintptr_t)fn)) {
             /* cancelled since the check */
             give_up(r);
             return -ECANCELED;

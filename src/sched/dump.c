@@ -1,38 +1,41 @@
 /*
  * sched/dump.c — the dump of a pool's live tasks (weft_pool_dump,
- * weft_dump_all), the signal that asks for one (weft_dump_on_signal), the
- * list of pools, and the snapshot of one task record that the dump and
- * the counters (stats.c) share.
+ * weft_dump_all), the signal that asks for one (weft_dump_on_signal),
+ * the list of pools, and the snapshot of one task record that the dump
+ * and the counters (stats.c) share.
  *
- * Finding the tasks.  No list of live tasks is kept (that would cost every
- * spawn and every end a locked update): the walk visits every task record
- * ever made, through records.c's chunks, and tells live ones by their
- * flags (weft__task_record_live).  A record may be freed, and made again into another task,
- * while the walk reads it; so every read of it is one that is safe on any
- * record (the memory of records is never given back) and whose value may
- * be stale: the walk is racy by design, and weft__snap_take is left out of
- * ThreadSanitizer's instrumentation for that reason.
+ * Finding the tasks.  No list of live tasks is kept (that would cost
+ * every spawn and every end a locked update): the walk visits every task
+ * record ever made, through records.c's chunks, and tells live ones by
+ * their flags (weft__task_record_live).  A record may be freed, and made
+ * again into another task, while the walk reads it; so every read of it
+ * is one that is safe on any record (the memory of records is never
+ * given back) and whose value may be stale: the walk is racy by design,
+ * and weft__snap_take is left out of ThreadSanitizer's instrumentation
+ * for that reason.
  *
- * Why a stack walk is safe against a task that wakes meanwhile.  The walk
- * reads a task's stack only while it holds the task's wait_lock and sees
- * a current wait there, and only when the task whose stack holds the wait
- * is parked (IDLE) at that moment.  A wait stops being current only under
- * that lock (weft__wait_leave) and before the wait returns, so while the
- * lock is held the wait, and the stack it lives on, stay: the task cannot
- * get past the wait, let alone end and give its stack back.  It may still
- * be woken and run on another worker meanwhile (waking takes no
- * wait_lock); then its stack is live memory being written, the words the
- * walk reads may be anything, and so may the frames it shows, but every
- * read is a whole word inside the stack's own mapping (ctx/unwind.c
- * checks each against the bounds), so it cannot fault.  The walk holds the
- * lock for a few dozen reads and a describe; everything slow (symbol
- * lookup, stdio) comes after it is dropped, from the copy.
+ * Why a stack walk is safe against a task that wakes meanwhile.  The
+ * walk reads a task's stack only while it holds the task's wait_lock and
+ * sees a current wait there, and only when the task whose stack holds
+ * the wait is parked (IDLE) at that moment.  A wait stops being current
+ * only under that lock (weft__wait_leave) and before the wait returns,
+ * so while the lock is held the wait, and the stack it lives on, stay:
+ * the task cannot get past the wait, let alone end and give its stack
+ * back.  It may still be woken and run on another worker meanwhile
+ * (waking takes no wait_lock); then its stack is live memory being
+ * written, the words the walk reads may be anything, and so may the
+ * frames it shows, but every read is a whole word inside the stack's own
+ * mapping (ctx/unwind.c checks each against the bounds), so it cannot
+ * fault.  The walk holds the lock for a few dozen reads and a describe;
+ * everything slow (symbol lookup, stdio) comes after it is dropped, from
+ * the copy.
  *
  * Lock order: a primitive's lock, then a wait_lock (every wait publishes
- * itself under its primitive's lock); the walk takes only wait_locks, and
- * a kind's describe takes none (sched/observe.h).  The list of pools'
- * lock is taken by the dump of all pools (which takes wait_locks inside
- * it) and by a pool's create and destroy (which hold nothing else).
+ * itself under its primitive's lock); the walk takes only wait_locks,
+ * and a kind's describe takes none (sched/observe.h).  The list of
+ * pools' lock is taken by the dump of all pools (which takes wait_locks
+ * inside it) and by a pool's create and destroy (which hold nothing
+ * else).
  */
 #include "sched/snapshot.h"
 
@@ -242,7 +245,8 @@ static void print_snap(struct dump *d, const struct weft__snap *s)
         fprintf(d->out, "  its body runs inline on the stack of task %llu\n",
                 (unsigned long long)s->host_id);
     if (s->sp >= s->stack_low && s->sp < s->stack_top)
-        fprintf(d->out, "  stack %.1f KiB in use, %.0f KiB touched, of %.0f KiB\n",
+        fprintf(d->out,
+                "  stack %.1f KiB in use, %.0f KiB touched, of %.0f KiB\n",
                 (double)(s->stack_top - s->sp) / 1024,
                 (double)touched(s->stack_low, s->stack_top) / 1024,
                 (double)(s->stack_top - s->stack_low) / 1024);

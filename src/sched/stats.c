@@ -35,7 +35,8 @@
 /* A counter its worker is writing (sched/observe.h). */
 #define load(c) (*(const volatile uint64_t *)(c))
 
-RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w, uint64_t now,
+RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w,
+                                    uint64_t now,
                          struct weft_worker_stats *o)
 {
     struct weft__worker_stats *s = &w->stats;
@@ -51,7 +52,8 @@ RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w, uint64
     uint64_t since = load(&s->idle_since);
     /* The sleep may have ended between the two loads: then it is in
      * idle_ns, or about to be, and counted once or not at all. */
-    uint64_t idle = load(&s->idle_ns) + (since && now > since ? now - since : 0);
+    uint64_t idle =
+        load(&s->idle_ns) + (since && now > since ? now - since : 0);
     uint64_t alive = now > p->made_ns ? now - p->made_ns : 0;
     o->idle_ns = idle;
     o->busy_ns = alive > idle ? alive - idle : 0;

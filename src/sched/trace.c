@@ -6,34 +6,36 @@
  * Off, an event point costs a relaxed load of weft__tracing and a branch
  * that is predicted not taken.  The recording calls are opaque
  * (base/compiler.h): they read this thread's buffer pointer, and their
- * callers may have changed thread since their last switch.  On, each thread appends to its own buffer,
- * a list of blocks of fixed-size records, without a lock; the JSON is made
- * only at the stop, from all the buffers.
+ * callers may have changed thread since their last switch.  On, each
+ * thread appends to its own buffer, a list of blocks of fixed-size
+ * records, without a lock; the JSON is made only at the stop, from all
+ * the buffers.
  *
  * Stopping while other threads record.  A buffer's header is never freed
- * (a thread finds its own through a thread-local pointer, which must stay
- * valid however late it looks); only its blocks are.  An append is
+ * (a thread finds its own through a thread-local pointer, which must
+ * stay valid however late it looks); only its blocks are.  An append is
  *     busy = 1 (seq_cst);  if tracing (seq_cst load): append;  busy = 0
  * and the stop is
  *     tracing = 0 (seq_cst);  for each buffer: wait until busy == 0
  * (Dekker's pattern): in the single order of seq_cst operations, either
  * the appender's load of tracing comes after the stop's store (it sees 0
- * and appends nothing), or its store of busy comes before the stop's load
- * of it, and the stop waits for that append to end.  So once the stop has
- * seen every buffer idle, no append is in progress or will start, and the
- * blocks may be read and freed.  A buffer made for a thread after the stop
- * took the list's lock is not listed: the maker takes the lock and sees
- * tracing off.
+ * and appends nothing), or its store of busy comes before the stop's
+ * load of it, and the stop waits for that append to end.  So once the
+ * stop has seen every buffer idle, no append is in progress or will
+ * start, and the blocks may be read and freed.  A buffer made for a
+ * thread after the stop took the list's lock is not listed: the maker
+ * takes the lock and sees tracing off.
  *
- * Slices.  A task's run is a RUN event and the next STOP of it on the same
- * thread (a task runs on one thread between a resume and a suspend); the
- * writer pairs them into complete ("X") events, each named by its task
- * and saying how it ended (finished, parked on what, or "switch": a
- * yield, a move to another pool, a lazy task started).  A body run inline
- * on its awaiter's stack is part of its awaiter's slice.  A
- * wake records a flow id on the waker's thread and leaves it in the woken
- * task's record; the task's next RUN takes it, so the writer draws the
- * arrow ("s" at the waker, "f" at the start of the woken task's slice).
+ * Slices.  A task's run is a RUN event and the next STOP of it on the
+ * same thread (a task runs on one thread between a resume and a
+ * suspend); the writer pairs them into complete ("X") events, each named
+ * by its task and saying how it ended (finished, parked on what, or
+ * "switch": a yield, a move to another pool, a lazy task started).  A
+ * body run inline on its awaiter's stack is part of its awaiter's slice.
+ * A wake records a flow id on the waker's thread and leaves it in the
+ * woken task's record; the task's next RUN takes it, so the writer draws
+ * the arrow ("s" at the waker, "f" at the start of the woken task's
+ * slice).
  */
 #include <weft/inspect.h>
 #include <weft/version.h>

@@ -21,7 +21,8 @@ static void describe(const struct weft__wait *w, char *buf, size_t n)
     snprintf(buf, n, "sem %p", w->obj);
 }
 
-static const struct weft__wait_kind sem_kind = {WEFT__WR_SEM, "sem", 0, describe};
+static const struct weft__wait_kind sem_kind = {WEFT__WR_SEM, "sem", 0,
+                                                describe};
 
 
 /* Take a unit.  nowait: the error to return instead of waiting (0: wait

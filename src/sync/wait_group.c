@@ -21,8 +21,8 @@ static void describe(const struct weft__wait *w, char *buf, size_t n)
     snprintf(buf, n, "wait group %p", w->obj);
 }
 
-static const struct weft__wait_kind wait_group_kind = {WEFT__WR_WAIT_GROUP,
-                                                       "wait group", 0, describe};
+static const struct weft__wait_kind wait_group_kind = {
+    WEFT__WR_WAIT_GROUP, "wait group", 0, describe};
 
 
 /* nowait: the error to return instead of waiting (0: wait until deadline,

@@ -27,8 +27,8 @@ static struct weft_pool_stats stats_of(weft_pool *p)
 }
 
 /* Poll the pool's counters until pred holds: true, or false after 10 s. */
-static bool wait_stats(weft_pool *p, bool (*pred)(const struct weft_pool_stats *,
-                                                  void *),
+static bool wait_stats(weft_pool *p,
+                       bool (*pred)(const struct weft_pool_stats *, void *),
                        void *arg)
 {
     for (int i = 0; i < 10000; i++) {
@@ -376,8 +376,10 @@ static void test_parked_by_reason(void **state)
     weft_event_init(&k.release_blocking);
     assert_int_equal(weft_chan_create(&k.ch_recv, 0), 0);
     assert_int_equal(weft_chan_create(&k.ch_send, 0), 0);
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k.rd), 0);
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k.wr), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k.rd),
+                     0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k.wr),
+                     0);
     assert_int_equal(weft_fd_adopt(k.rd[0]), 0);
     assert_int_equal(weft_fd_adopt(k.wr[0]), 0);
     fill(k.wr[0]);
