@@ -10,16 +10,22 @@ and goes on."""
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
 import time
 
 
+# In a cross build, meson test names the command that runs a target
+# program (the cross file's exe_wrapper, qemu-aarch64).
+WRAP = shlex.split(os.environ.get('MESON_EXE_WRAPPER', ''))
+
+
 def main():
     exe = sys.argv[1]
-    p = subprocess.run([exe, '--dump'], capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run(WRAP + [exe, '--dump'], capture_output=True, text=True,
+                       timeout=120)
     out = p.stdout
     problems = []
     if p.returncode != 0:
@@ -104,8 +110,8 @@ def read_until(f, marker, seconds):
 def on_signal(exe):
     problems = []
     env = dict(os.environ, WEFT_DUMP_SIGNAL='SIGQUIT')
-    p = subprocess.Popen([exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env)
+    p = subprocess.Popen(WRAP + [exe], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
     try:
         if 'deadlocked' not in read_until(p.stdout, '\n', 30):
             return ['WEFT_DUMP_SIGNAL: did not deadlock']

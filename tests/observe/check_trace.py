@@ -13,6 +13,7 @@ overlap without one inside the other)."""
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -24,8 +25,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, 'trace.json')
         env = dict(os.environ, WEFT_TRACE=path)
-        p = subprocess.run([exe], capture_output=True, text=True, env=env,
-                           timeout=120)
+        # meson test's exe wrapper in a cross build (qemu-aarch64).
+        wrap = shlex.split(os.environ.get('MESON_EXE_WRAPPER', ''))
+        p = subprocess.run(wrap + [exe], capture_output=True, text=True,
+                           env=env, timeout=300)
         if p.returncode != 0:
             print(p.stdout, p.stderr)
             print('FAIL: exit status %d' % p.returncode)
