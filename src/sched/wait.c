@@ -116,9 +116,6 @@ int weft__wait_setup_hook(struct weft__wait *w, uint64_t deadline,
     return cancelled ? -ECANCELED : 0;
 }
 
-
-
-
 static void resume(struct weft__wait *w, bool fifo)
 {
     if (!w->task)
