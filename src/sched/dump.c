@@ -124,7 +124,7 @@ RACY_READS bool weft__snap_take(struct weft_task *t, const weft_pool *pool,
         s->obj = w->obj;
         s->since = atomic_load_explicit(&w->since, memory_order_relaxed);
         s->deadline = w->deadline;
-        if (w->kind && w->kind->describe)
+        if (frames && w->kind && w->kind->describe)
             w->kind->describe(w, s->about, sizeof s->about);
         /* The stack the wait is on: t's, or its host's (an inline body). */
         struct weft_task *host = w->task;

@@ -45,8 +45,9 @@ struct weft__snap {
 
 /*
  * weft__snap_take - if t is a live task of pool (any pool: NULL) that has
- * started or is queued, fill *s and return true.  With `frames`, a task in
- * a wait also gets its stack walked (ctx/unwind.h).  Reads the record
+ * started or is queued, fill *s and return true.  With `frames` (the
+ * dump), a task in a wait also gets its object described and its stack
+ * walked (ctx/unwind.h); without (the counters), only its state is read.  Reads the record
  * while others may change it (see dump.c); safe on any record of
  * records.c's chunks, live or free.
  */
