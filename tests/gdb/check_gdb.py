@@ -168,7 +168,9 @@ def main():
                                      env=env, cwd=tmp)
                 if p.stdout.readline().startswith('deadlocked'):
                     p.send_signal(signal.SIGABRT)
-                p.wait()
+                else:
+                    p.kill()
+                p.wait(timeout=120)
                 cores = [f for f in os.listdir(tmp) if f.startswith('core')
                          and f != 'gcore.%d' % p.pid]
                 if cores:
