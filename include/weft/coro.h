@@ -37,6 +37,7 @@
 #define WEFT_CORO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <weft/error.h>
 
 #ifdef __cplusplus
@@ -130,6 +131,11 @@ WEFT_API weft_coro *weft_coro_current(void);
 
 /* weft_coro_name - co's name ("coro" by default); "" for NULL. */
 WEFT_API const char *weft_coro_name(const weft_coro *co);
+
+/* weft_coro_id - co's id: a number no other coroutine or task of this
+ * process has had, fixed for co's life (never 0); 0 for NULL.  Tasks and
+ * coroutines draw from one sequence (weft_task_id). */
+WEFT_API uint64_t weft_coro_id(const weft_coro *co);
 
 /*
  * Stack overflow diagnostics.  By default a coroutine or task that runs

@@ -135,8 +135,22 @@ WEFT_API int weft_task_detach(weft_task *t);
 WEFT_API weft_task *weft_task_current(void);
 
 /* weft_task_name - t's name ("task" by default); "" for NULL.  Valid while
- * the handle is. */
+ * the handle is; a rename by t itself (weft_task_set_name) rewrites it in
+ * place. */
 WEFT_API const char *weft_task_name(const weft_task *t);
+
+/* weft_task_id - t's id: a number no other task or coroutine of this
+ * process has had, fixed for t's life (never 0); 0 for NULL.  The dump,
+ * the trace and the gdb commands name tasks by it (weft/inspect.h). */
+WEFT_API uint64_t weft_task_id(const weft_task *t);
+
+/*
+ * weft_task_set_name - in a task: rename the calling task (the one
+ * weft_task_current names) to a copy of the first 31 bytes of name, as it
+ * appears in dumps and traces ("conn 10.0.0.7:5421").
+ * Returns 0, -EINVAL (name NULL), -EPERM (not in a task).
+ */
+WEFT_API int weft_task_set_name(const char *name);
 
 /*
  * weft_schedule - in a task: suspend and continue on a worker of pool.

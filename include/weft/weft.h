@@ -62,5 +62,6 @@
 #include <weft/sync.h>
 #include <weft/chan.h>
 #include <weft/io.h>
+#include <weft/inspect.h>
 
 #endif /* WEFT_WEFT_H */

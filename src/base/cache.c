@@ -180,3 +180,14 @@ void weft__cache_return_depot(struct weft__cache *c,
     c->ndepot += n;
     pthread_mutex_unlock(&c->lock);
 }
+
+size_t weft__cache_depot_keys(struct weft__cache *c, size_t *n)
+{
+    size_t sum = 0;
+    pthread_mutex_lock(&c->lock);
+    *n = c->ndepot;
+    for (const struct weft__cache_node *o = c->depot; o; o = o->next)
+        sum += o->key;
+    pthread_mutex_unlock(&c->lock);
+    return sum;
+}

@@ -139,4 +139,8 @@ struct weft__cache_node *weft__cache_take_depot(struct weft__cache *c,
 void weft__cache_return_depot(struct weft__cache *c,
                               struct weft__cache_node *list, size_t n);
 
+/* For the observers: the sum of the depot's objects' keys (stacks: their
+ * sizes), and their number in *n (a snapshot; walks the depot). */
+size_t weft__cache_depot_keys(struct weft__cache *c, size_t *n);
+
 #endif /* WEFT_BASE_CACHE_H */

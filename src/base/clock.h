@@ -47,4 +47,33 @@ static inline struct timespec weft__timespec_until(uint64_t deadline)
     return weft__timespec_of(deadline > now ? deadline - now : 0);
 }
 
+/*
+ * Ticks: the CPU's constant-rate counter (the x86 time-stamp counter, the
+ * AArch64 virtual counter), read in one unprivileged instruction with no
+ * call, for times that only the observers read (when a wait began,
+ * sched/wait.c): a vDSO clock_gettime costs some twenty instructions more,
+ * on every park.  weft__tick_ns converts a difference of ticks to ns.
+ * Assumes the counter runs at one rate on every CPU (x86's "constant" and
+ * "nonstop" TSC, which every x86_64 CPU of the last fifteen years has; the
+ * AArch64 counter always does); where it does not, wait times are off, and
+ * nothing else.
+ */
+static inline uint64_t weft__ticks(void)
+{
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return weft__now_ns();
+#endif
+}
+
+/* Nanoseconds per tick: read from the CPU (AArch64) or measured once
+ * against CLOCK_MONOTONIC over a few milliseconds (x86; the first call
+ * sleeps that long). */
+double weft__tick_ns(void);
+
 #endif /* WEFT_BASE_CLOCK_H */

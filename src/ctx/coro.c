@@ -31,6 +31,7 @@
  * thread-local reads of two calls made on different threads.
  */
 #include "base/compiler.h"
+#include "base/ident.h"
 #include "ctx/claim.h"
 #include "ctx/coro.h"
 #include "ctx/ctx.h"
@@ -175,6 +176,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     co->started = 0;
     co->stack = stack;
     co->flags = stack.canary ? WEFT__CORO_CANARY : 0;
+    atomic_init(&co->id, weft__id_new());
     co->name = "coro";
     if (opts && opts->name) {
         size_t n = strnlen(opts->name, sizeof co->name_buf - 1);
@@ -375,4 +377,9 @@ WEFT_EXPORT void weft_overflow_handler_disable(void)
 WEFT_EXPORT const char *weft_coro_name(const weft_coro *co)
 {
     return co ? co->name : "";
+}
+
+WEFT_EXPORT uint64_t weft_coro_id(const weft_coro *co)
+{
+    return co ? atomic_load_explicit(&co->id, memory_order_relaxed) : 0;
 }

@@ -24,6 +24,10 @@ enum {
      * yield, transfer and destroy refuse it, and weft_coro_current does
      * not name it. */
     WEFT__CORO_HOSTED = 1u << 3,
+    /* A layer above watches this context's switches (sched/trace.c): the
+     * scheduler's switch-out takes its slow path, which already tests
+     * for CANARY, so watching costs the fast path nothing. */
+    WEFT__CORO_OBSERVED = 1u << 4,
 };
 
 #define WEFT__CORO_NAME_MAX 32
@@ -38,6 +42,9 @@ struct weft_coro {
     void *sp;                 /* saved stack pointer while not running     */
     _Atomic uint32_t state;   /* weft_coro_state; SUSPENDED must be 0      */
     uint32_t flags;           /* WEFT__CORO_*; written by its owner only   */
+    /* Process-unique (base/ident.h), never 0; set when the record is made
+     * and not changed after (atomic for the observers' racy reads). */
+    _Atomic uint64_t id;
     struct weft_coro *resumer;/* where yield and return go                 */
     /* thread that claimed it last: its fast claim path (claim.h) */
     _Atomic(struct weft__claimer *) owner;

@@ -196,8 +196,22 @@ static void install_guard(weft__stack *s)
         c[i] = canary_value;
 }
 
+/* Stacks mapped now, and their bytes, for the observers (weft__stack_
+ * counts): an atomic add at each map and unmap, next to the system call. */
+static _Atomic size_t mapped_count, mapped_bytes;
+
+void weft__stack_counts(size_t *mapped, size_t *bytes, size_t *cached,
+                        size_t *cached_bytes)
+{
+    *mapped = atomic_load_explicit(&mapped_count, memory_order_relaxed);
+    *bytes = atomic_load_explicit(&mapped_bytes, memory_order_relaxed);
+    *cached_bytes = weft__cache_depot_keys(&weft__stack_cache, cached);
+}
+
 static void unmap_stack(const weft__stack *s)
 {
+    atomic_fetch_sub_explicit(&mapped_count, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&mapped_bytes, s->size, memory_order_relaxed);
 #ifdef WEFT_VALGRIND
     VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 #endif
@@ -218,6 +232,8 @@ static int map_stack(weft__stack *out, size_t size)
     out->size = size;
     out->canary = false;
     install_guard(out);
+    atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
 #ifdef WEFT_VALGRIND
     out->valgrind_id = VALGRIND_STACK_REGISTER(weft__stack_low(out),
                                                (char *)map + size - 1);

@@ -131,6 +131,12 @@ void weft__stacks_spill(void);
  * memory freed: untouched pages were never resident). */
 size_t weft__stacks_trim(size_t keep);
 
+/* For the observers: stacks mapped now (in use or cached) and their bytes,
+ * and those free in the shared depot (a per-thread cache's are not
+ * counted there). */
+void weft__stack_counts(size_t *mapped, size_t *bytes, size_t *cached,
+                        size_t *cached_bytes);
+
 /* weft__stack_intact - false if an unguarded stack's canary is broken. */
 bool weft__stack_intact(const weft__stack *s);
 

@@ -54,6 +54,12 @@ enum {
     DEFAULT_IDLE_MS = 5000,
 };
 
+static void observe(uint64_t *busy, uint64_t *idle);
+
+/* The object is the function running on a blocking thread. */
+static const struct weft__wait_kind blocking_kind = {
+    WEFT__WR_BLOCKING, "blocking", WEFT__WK_CODE, NULL};
+
 struct request {
     weft_fn fn;
     void *arg;
@@ -112,6 +118,9 @@ static void setup(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g.work, &ca);
     pthread_condattr_destroy(&ca);
+    /* Before any thread exists: until now the answer was 0 and 0. */
+    atomic_store_explicit(&weft__observe_blocking, observe,
+                          memory_order_release);
 }
 
 /* Run one request; then it is the task's to free, or (abandoned) ours. */
@@ -217,6 +226,16 @@ static int submit(struct request *r)
     return rc;
 }
 
+/* For weft_pool_stats (sched/observe.h): threads running a request, and
+ * threads waiting for one. */
+static void observe(uint64_t *busy, uint64_t *idle)
+{
+    pthread_mutex_lock(&g.lock);
+    *busy = g.threads - g.waiting;
+    *idle = g.waiting;
+    pthread_mutex_unlock(&g.lock);
+}
+
 unsigned weft__blocking_threads(void)
 {
     pthread_mutex_lock(&g.lock);
@@ -267,7 +286,9 @@ static int blocking_until(weft_fn fn, void *arg, void **result,
     weft__spin_lock(&r->lock);
     if (!r->done) {
         struct weft__wait w;
-        if (weft__wait_init(&w, deadline)) { /* cancelled since the check */
+        if (weft__wait_init(&w, deadline, &blocking_kind,
+                            (const void *)(uintptr_t)fn)) {
+            /* cancelled since the check */
             give_up(r);
             return -ECANCELED;
         }

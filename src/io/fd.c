@@ -74,6 +74,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The waits' kinds, for the observers: the object is the fd number. */
+static void describe_fd(const struct weft__wait *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "fd %d", (int)(intptr_t)w->obj);
+}
+
+static const struct weft__wait_kind fd_read_kind = {WEFT__WR_FD_READ,
+                                                    "fd read", 0, describe_fd};
+static const struct weft__wait_kind fd_write_kind = {
+    WEFT__WR_FD_WRITE, "fd write", 0, describe_fd};
+static const struct weft__wait_kind fd_rw_kind = {
+    WEFT__WR_FD_READ, "fd read/write", 0, describe_fd};
+
 #define SEQ_IN ((uint64_t)1)
 #define SEQ_OUT ((uint64_t)1 << 32)
 
@@ -265,7 +278,11 @@ int weft__fd_park(struct weft__fd *rec, int fd, unsigned events, uint64_t seq,
         weft__spin_unlock(&rec->lock);
         return err;
     }
-    if (weft__wait_init(&w, deadline)) {
+    const struct weft__wait_kind *kind =
+        events == WEFT_IN    ? &fd_read_kind
+        : events == WEFT_OUT ? &fd_write_kind
+                             : &fd_rw_kind;
+    if (weft__wait_init(&w, deadline, kind, (const void *)(intptr_t)fd)) {
         weft__spin_unlock(&rec->lock);
         return -ECANCELED;
     }

@@ -234,6 +234,11 @@ static void np_fini(struct weft__poller *p)
     free(np);
 }
 
+static unsigned np_waits(struct weft__poller *p)
+{
+    return atomic_load_explicit(&np_of(p)->nwaiters, memory_order_relaxed);
+}
+
 static const struct weft__poller_ops netpoll_ops = {
     .take = np_take,
     .block = np_block,
@@ -242,6 +247,7 @@ static const struct weft__poller_ops netpoll_ops = {
     .unattended = np_unattended,
     .poll_now = np_poll_now,
     .fini = np_fini,
+    .waits = np_waits,
 };
 
 static int netpoll_new(weft_pool *pool, struct weft__netpoll **out)

@@ -318,8 +318,10 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
             return -ETIMEDOUT;
         /* A blocking point: cancellable from here on. */
         struct weft__wait w;
-        if (weft__wait_init_hook(&w, deadline, end_await, (uintptr_t)t))
+        if (weft__wait_init_hook(&w, deadline, end_await, (uintptr_t)t,
+                                 &weft__wait_await, t))
             return -ECANCELED;
+        weft__wait_parking(&w);
         if (t->lazy) {
             int err = start_lazy(self, t, &w);
             if (err) {

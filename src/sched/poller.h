@@ -12,7 +12,7 @@
  *
  * Who calls what: take, block and finish by the one worker that took it,
  * in that order; wake and poll_now by any worker; fini once, by the pool's
- * destroy, when its workers are gone.
+ * destroy, when its workers are gone; waits by anyone, any time.
  */
 #ifndef WEFT_SCHED_POLLER_H
 #define WEFT_SCHED_POLLER_H
@@ -43,6 +43,8 @@ struct weft__poller_ops {
     unsigned (*poll_now)(struct weft__poller *p);
     /* The pool is gone: free the poller. */
     void (*fini)(struct weft__poller *p);
+    /* For the observers (weft_pool_stats): waits registered with it now. */
+    unsigned (*waits)(struct weft__poller *p);
 };
 
 /* The part of every poller that the scheduler sees: its operations. */

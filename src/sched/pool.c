@@ -534,6 +534,17 @@ static struct weft_task *steal_from(struct weft__worker *w,
     return run;
 }
 
+/* For the observers: w took t from v's queues. */
+static void stolen(struct weft__worker *w, struct weft__worker *v,
+                   struct weft_task *t)
+{
+    w->stats.steals++;
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_STEAL,
+                    atomic_load_explicit(&t->co.id, memory_order_relaxed),
+                    v->index);
+}
+
 static struct weft_task *steal_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
@@ -543,6 +554,7 @@ static struct weft_task *steal_work(struct weft__worker *w)
             struct weft__worker *v = p->workers[(start + i) % p->nworkers];
             if (v == w)
                 continue;
+            w->stats.steal_tries++;
             struct weft_task *t = steal_from(w, v);
             if (!t)
                 t = pop_local(w); /* what we moved, if the first was stale */
@@ -555,8 +567,10 @@ static struct weft_task *steal_work(struct weft__worker *w)
                 if (t && !weft__task_claim_queued(t))
                     t = NULL;
             }
-            if (t)
+            if (t) {
+                stolen(w, v, t);
                 return t;
+            }
         }
         struct weft_task *t = take_global(w);
         if (t)
@@ -691,6 +705,24 @@ static void give_back_memory(struct weft__worker *w)
     weft__records_trim(half / sizeof(struct weft_task));
 }
 
+/* For the observers: the sleep of park_worker, its time and its trace.
+ * A system call follows or came before: two clock reads are nothing. */
+static void sleep_begins(struct weft__worker *w)
+{
+    w->stats.parks++;
+    w->stats.idle_since = weft__now_ns();
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_SLEEP, 0, w->index);
+}
+
+static void sleep_ends(struct weft__worker *w)
+{
+    w->stats.idle_ns += weft__now_ns() - w->stats.idle_since;
+    w->stats.idle_since = 0;
+    if (weft__trace_on())
+        weft__trace(WEFT__TE_AWAKE, 0, w->index);
+}
+
 /*
  * Nothing found: go idle and sleep until woken or a timer is due.  Returns
  * false when the pool stops.  On return the worker may be spinning (it was
@@ -728,16 +760,18 @@ static bool park_worker(struct weft__worker *w)
     if (sleep) {
         uint64_t next = timers_earliest(p);
         /* A worker that ran tasks since it last gave memory back does so
-         * once it has been idle a while ("Memory" below). */
+         * once it has been idle a while ("Memory" above). */
         if (w->dirty) {
             trim_at = weft__now_ns() + TRIM_AFTER_NS;
             if (trim_at < next)
                 next = trim_at;
         }
+        sleep_begins(w);
         if (w->in_poll)
             poller->ops->block(poller, next);
         else
             weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next, 0);
+        sleep_ends(w);
     }
 
     weft__spin_lock(&p->idle_lock);
@@ -757,6 +791,8 @@ static bool park_worker(struct weft__worker *w)
          * next park return at once, which is harmless. */
         w->woken = false;
         w->spinning = true;
+        if (sleep)
+            w->stats.wakeups++;
     }
     bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
     weft__spin_unlock(&p->idle_lock);
@@ -854,6 +890,7 @@ static struct weft_task *find_work(struct weft__worker *w)
                 atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
             if (l && weft__task_claim_queued(l)) {
                 w->lifo_streak++;
+                w->stats.lifo_hits++;
                 found_work(w);
                 return l;
             }
@@ -870,6 +907,8 @@ static struct weft_task *find_work(struct weft__worker *w)
             t = atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
             if (t && !weft__task_claim_queued(t))
                 t = NULL;
+            if (t)
+                w->stats.lifo_hits++;
         }
         if (t) {
             found_work(w);
@@ -918,6 +957,9 @@ static void *worker_main(void *arg)
 
     struct weft_task *task;
     while ((task = find_work(w))) {
+        /* For the observers (sched/observe.h). */
+        w->stats.runs++;
+        task->ran_on = w;
         weft__task_run(task);
         w->dirty = true;
     }
@@ -992,6 +1034,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
                                                : WEFT_POOL_CACHE_DEFAULT;
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
+    p->made_ns = weft__now_ns();
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
     weft__spin_init(&p->idle_lock);
     weft__spin_init(&p->inject_lock);
@@ -1032,6 +1075,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
             return -EAGAIN;
         }
     }
+    weft__observe_pool_made(p);
     *out = p;
     return 0;
 }
@@ -1065,6 +1109,7 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
         weft__backoff(&spins);
     drop_queued(p);
     weft__parker_fini(&parker);
+    weft__observe_pool_gone(p);
     free_pool(p, p->nworkers);
     return 0;
 }

@@ -9,13 +9,19 @@
  *
  * A chunk is one aligned 64 KiB mapping (282 records), so the chunk of a
  * record is its address rounded down, and every chunk is on a list, so
- * that the records of a live program can be walked (and leak checkers see
- * them as reachable).  Chunks go back to the system only in a trim
+ * that the records of a live program can be walked: leak checkers see
+ * them as reachable, and the observers (task.h, "The observers' walk")
+ * visit them under chunks_lock (weft__records_walk_begin).  The
+ * observers tell a live record by its co.flags, which task.c's task_new
+ * makes HOSTED and which a free here makes 0 for nothing: the cache
+ * node's key, stored 0 below, covers them (asserted), as it covers the
+ * state word.  Chunks go back to the system only in a trim
  * (weft__records_trim), when an idle pool gives memory back
  * (docs/design.md, "Memory"): the trim takes the depot's records out,
- * counts them per chunk, frees the chunks whose every record is there (no
- * record of it is live, or in some thread's own list), and puts the rest
- * back, up to the bound it was given.
+ * counts them per chunk, unlinks (under chunks_lock, so never under a
+ * walk) and unmaps the chunks whose every record is there (no record of
+ * it is live, or in some thread's own list), and puts the rest back, up
+ * to the bound it was given.
  */
 #include "sched/task.h"
 
@@ -45,12 +51,24 @@ static __thread struct weft__cache_local records_local
     __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct record_chunk *chunks;   /* every chunk, newest first */
+/* Every chunk, newest first; under chunks_lock.  The gdb commands
+ * (tools/gdb/weft.py) read it by this name too, with
+ * weft__records_per_chunk. */
+static struct record_chunk *chunks;
 static size_t nchunks;
 static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
+const unsigned weft__records_per_chunk = PER_CHUNK;
 
-/* A free record's cache node: the record is free, so nothing else reads
- * the first bytes it overlays. */
+/* A free record's cache node: the link field doubles as it.  The record is
+ * free, so nothing else reads its fields but the observers, who look only
+ * at co.flags, which the node's key covers (see the top). */
+_Static_assert(offsetof(struct weft_task, co) == 0 &&
+                   offsetof(struct weft_coro, flags) >=
+                       offsetof(struct weft__cache_node, key) &&
+                   offsetof(struct weft_coro, flags) + sizeof(uint32_t) <=
+                       offsetof(struct weft__cache_node, key) +
+                           sizeof(size_t),
+               "a free record's key must cover co.flags");
 static inline struct weft__cache_node *node_of(struct weft_task *t)
 {
     return (struct weft__cache_node *)&t->co;
@@ -90,6 +108,16 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
     if (!chunk)
         return NULL;
     chunk->free_seen = 0;
+    /* Each record's wait_lock is set up here, once: task.c's task_new
+     * leaves it, for the observers' sake (dump.c).  All but the first go
+     * to this thread's cache, which makes their flags 0 (free); the first
+     * is marked free until task_new makes it live. */
+    chunk->records[0].co.flags = 0;
+    weft__spin_init(&chunk->records[0].wait_lock);
+    for (size_t i = 1; i < PER_CHUNK; i++) {
+        weft__spin_init(&chunk->records[i].wait_lock);
+        weft__record_free(&chunk->records[i]);
+    }
     pthread_mutex_lock(&chunks_lock);
     chunk->prev = NULL;
     chunk->next = chunks;
@@ -98,9 +126,6 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
     chunks = chunk;
     nchunks++;
     pthread_mutex_unlock(&chunks_lock);
-    /* All but the first go to this thread's cache. */
-    for (size_t i = 1; i < PER_CHUNK; i++)
-        weft__record_free(&chunk->records[i]);
     return &chunk->records[0];
 }
 
@@ -190,4 +215,37 @@ size_t weft__records_bytes(void)
     size_t n = nchunks;
     pthread_mutex_unlock(&chunks_lock);
     return n * CHUNK_BYTES;
+}
+
+/* ------------------------------------------------- the observers' walk */
+
+/* struct weft__record_chunk is never defined: it names a record_chunk. */
+
+void weft__records_walk_begin(void)
+{
+    pthread_mutex_lock(&chunks_lock);
+}
+
+void weft__records_walk_end(void)
+{
+    pthread_mutex_unlock(&chunks_lock);
+}
+
+const struct weft__record_chunk *weft__records_first(void)
+{
+    return (const void *)chunks;
+}
+
+const struct weft__record_chunk *
+weft__records_next(const struct weft__record_chunk *c)
+{
+    return (const void *)((const struct record_chunk *)(const void *)c)->next;
+}
+
+struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+                                   unsigned *n)
+{
+    *n = PER_CHUNK;
+    return (struct weft_task *)((const struct record_chunk *)(const void *)c)
+        ->records;
 }

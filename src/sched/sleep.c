@@ -28,7 +28,7 @@ WEFT_EXPORT int weft_sleep(uint64_t ns)
     if (ns == 0)
         return weft__cancelled() ? -ECANCELED : 0;
     struct weft__wait w;
-    if (weft__wait_init(&w, weft__deadline_after(ns)))
+    if (weft__wait_init(&w, weft__deadline_after(ns), &weft__wait_sleep, NULL))
         return -ECANCELED;
     uint32_t outcome = weft__wait_block(&w);
     return outcome == WEFT__W_TIMEDOUT && !w.nomem ? 0

@@ -1,11 +1,13 @@
 /*
  * sched/task.c — making tasks (lazy and eager, with the same options) and
- * the calls on a task's handle: detach, cancel, name; the scheduler's
+ * the calls on a task's handle: detach, cancel, name, id; the scheduler's
  * per-thread block.
  */
 #include "sched/task.h"
 
 #include "base/compiler.h"
+#include "base/ident.h"
+#include "sched/observe.h"
 #include "sched/wait.h"
 #include "sched/worker.h"
 
@@ -32,6 +34,19 @@ static int check_opts(const weft_task_opts *opts, size_t *stack)
         return -EINVAL;
     *stack = opts->stack_size;
     return 0;
+}
+
+/* For the trace: t was made, by the task running here (if any). */
+static __attribute__((noinline)) void trace_made(struct weft_task *t)
+{
+    struct weft_task *self = weft__task_current();
+    uint64_t id = atomic_load_explicit(&t->co.id, memory_order_relaxed);
+    weft__trace(WEFT__TE_SPAWN, id,
+                self ? atomic_load_explicit(&weft__task_body(self)->co.id,
+                                            memory_order_relaxed)
+                     : 0);
+    if (t->co.name == t->co.name_buf)
+        weft__trace_name(id, t->co.name);
 }
 
 static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
@@ -70,10 +85,16 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->spawned_on = NULL;
     t->inlined = NULL;
     atomic_init(&t->cancelled, 0);
-    weft__spin_init(&t->wait_lock);
+    /* wait_lock is not set here: it was when its chunk was made
+     * (records.c), and a free record's is free, but for an observer that
+     * may hold it this moment (dump.c), whose unlock must not be undone. */
     t->cur_wait = NULL;
     t->started = false;
     t->lazy = false;
+    /* ran_on: set when it runs; trace_flow: taken by each run. */
+    atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_relaxed);
+    if (weft__trace_on())
+        trace_made(t);
     return t;
 }
 
@@ -162,4 +183,30 @@ WEFT_EXPORT weft_task *weft_task_current(void)
 WEFT_EXPORT const char *weft_task_name(const weft_task *t)
 {
     return t ? t->co.name : "";
+}
+
+WEFT_EXPORT uint64_t weft_task_id(const weft_task *t)
+{
+    return t ? atomic_load_explicit(&t->co.id, memory_order_relaxed) : 0;
+}
+
+WEFT_EXPORT int weft_task_set_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    struct weft_task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    struct weft_task *t = weft__task_body(self);
+    /* Under wait_lock: the dump copies the name under it (dump.c). */
+    weft__spin_lock(&t->wait_lock);
+    size_t n = strnlen(name, sizeof t->co.name_buf - 1);
+    memmove(t->co.name_buf, name, n);
+    t->co.name_buf[n] = '\0';
+    t->co.name = t->co.name_buf;
+    weft__spin_unlock(&t->wait_lock);
+    if (weft__trace_on())
+        weft__trace_name(atomic_load_explicit(&t->co.id, memory_order_relaxed),
+                         t->co.name);
+    return 0;
 }

@@ -68,6 +68,7 @@ enum {
 
 struct weft__driver;
 struct weft__wait;
+struct weft__worker;
 
 struct weft_task {
     struct weft_coro co;          /* context and chain record; HOSTED     */
@@ -95,7 +96,24 @@ struct weft_task {
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */
+    /* For the observers (sched/observe.h), who read them racily: the
+     * worker that ran it last (set by the scheduler loop that found it,
+     * and by a continuation's switch; stale for a task run elsewhere
+     * since: compared, never followed, by the dump), and the trace's flow
+     * from the wake that queued it last (trace.c; taken by each run; in a
+     * fresh record, whatever malloc left, which the trace's writer drops:
+     * a flow that ends without a start). */
+    const struct weft__worker *ran_on;
+    _Atomic uint64_t trace_flow;
 };
+
+/* Whether a task record is in use (for the observers, who walk free
+ * records too): task_new makes co.flags HOSTED, and a free record's
+ * flags are 0 (records.c). */
+static inline bool weft__task_record_live(const struct weft_task *t)
+{
+    return *(const volatile uint32_t *)&t->co.flags & WEFT__CORO_HOSTED;
+}
 
 static inline uint64_t weft__task_refs(uint64_t s)
 {
@@ -222,5 +240,24 @@ void weft__records_spill(void);
 size_t weft__records_trim(size_t keep);
 /* Bytes of records made (in chunks), live and free. */
 size_t weft__records_bytes(void);
+
+/*
+ * The observers' walk (dump.c, stats.c): every task record that exists,
+ * live or free (weft__task_record_live), chunk by chunk, between
+ * weft__records_walk_begin and _end.  Those hold chunks_lock, under which
+ * chunks are listed and a trim unlinks the ones it unmaps (records.c), so
+ * every chunk reached stays mapped until the walk ends.  A spawn that
+ * needs a new chunk waits for the walk meanwhile; nothing else does.
+ * Never from a signal handler (dump.c's signal wakes a thread).
+ */
+struct weft__record_chunk;
+void weft__records_walk_begin(void);
+void weft__records_walk_end(void);
+const struct weft__record_chunk *weft__records_first(void);
+const struct weft__record_chunk *
+weft__records_next(const struct weft__record_chunk *c);
+/* The records of chunk c, and how many (*n). */
+struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+                                   unsigned *n);
 
 #endif /* WEFT_SCHED_TASK_H */

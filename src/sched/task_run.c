@@ -12,12 +12,20 @@
  * the claim wins), so a chain of awaits costs no queue round trip; its
  * stack is freed by the action on the far side of that switch, when
  * nothing runs on it any more.
+ *
+ * The observers (sched/observe.h): the tracer hooks every switch.  Its hooks
+ * on the way out of a task ride on the canary test that was there
+ * already: a task being traced carries WEFT__CORO_OBSERVED, which sends
+ * the switch-out to the same slow path as an unguarded stack's check, so
+ * tracing costs the switch-out nothing while it is off.
  */
 #include "sched/task.h"
 
 #include "base/compiler.h"
 #include "ctx/sanitizer.h"
 #include "sched/driver.h"
+#include "sched/observe.h"
+#include "sched/wait.h"
 #include "sched/worker.h"
 
 /*
@@ -72,10 +80,45 @@ static void start_later(struct weft_task *t)
     weft__pool_submit_fifo(pool, t);
 }
 
+/* The tracer's part of a switch: `from` stops running here (parked on
+ * what its body's current wait says, or switched out for another reason),
+ * and `to`, if it is a task, starts; a task that runs while a trace is on
+ * is OBSERVED from then on (see the top). */
+static __attribute__((noinline)) void trace_switch(struct weft_coro *from,
+                                                   struct weft_coro *to)
+{
+    if (from && (from->flags & WEFT__CORO_HOSTED)) {
+        /* Our own body's wait: only this thread changes it now. */
+        struct weft__wait *w = weft__task_body(weft__task_of(from))->cur_wait;
+        weft__trace(WEFT__TE_STOP,
+                    atomic_load_explicit(&from->id, memory_order_relaxed),
+                    w && w->kind ? 1 + w->kind->reason : 0);
+    }
+    if (to->flags & WEFT__CORO_HOSTED) {
+        to->flags |= WEFT__CORO_OBSERVED; /* ours: we are switching to it */
+        weft__trace_run(weft__task_of(to));
+    }
+}
+
+/* The slow path of a switch out of self: an unguarded stack's canary, and
+ * the tracer (an OBSERVED task stops being one once tracing is off). */
+static __attribute__((noinline)) void switch_out_slow(struct weft_coro *self,
+                                                      struct weft_coro *to)
+{
+    if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
+        weft__coro_overflow(self, true);
+    if (self->flags & WEFT__CORO_OBSERVED) {
+        if (weft__trace_on())
+            trace_switch(self, to);
+        else
+            self->flags &= ~(uint32_t)WEFT__CORO_OBSERVED;
+    }
+}
+
 void weft__task_run(struct weft_task *t)
 {
-    /* The scheduler context never changes thread, so this block stays
-     * ours across the switches below. */
+    /* The scheduler context never changes thread, so these stay ours
+     * across the switches below. */
     struct weft__thread *th = &weft__tls;
     while (t) {
         if (!t->started && unlikely(weft__task_prepare(t, t->pool) != 0)) {
@@ -83,6 +126,8 @@ void weft__task_run(struct weft_task *t)
             return;
         }
         th->current = &t->co;
+        if (weft__trace_on())
+            trace_switch(NULL, &t->co);
         struct weft_task *next = NULL;
         /* Back when the task (or a chain it handed control to) switches
          * to this scheduler; the post-switch action's result lands in
@@ -99,8 +144,8 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
 {
     struct weft__thread *th = weft__tls_fresh();
     struct weft_coro *self = th->current;
-    if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
-        weft__coro_overflow(self, true);
+    if (unlikely(self->flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED)))
+        switch_out_slow(self, to);
     th->current = to;
     weft__san_switch(&self->san, &to->san);
     weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
@@ -155,8 +200,17 @@ static void *finish_action(void *arg, void *val)
 static _Noreturn void task_finish(struct weft_task *t)
 {
     struct weft__thread *th = weft__tls_fresh();
-    if ((t->co.flags & WEFT__CORO_CANARY) && !weft__stack_intact(&t->co.stack))
-        weft__coro_overflow(&t->co, true);
+    bool observed = t->co.flags & WEFT__CORO_OBSERVED;
+    if (unlikely(t->co.flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED))) {
+        if ((t->co.flags & WEFT__CORO_CANARY) &&
+            !weft__stack_intact(&t->co.stack))
+            weft__coro_overflow(&t->co, true);
+        observed = observed && weft__trace_on();
+        if (observed)
+            weft__trace(WEFT__TE_FINISH,
+                        atomic_load_explicit(&t->co.id, memory_order_relaxed),
+                        0);
+    }
 
     /* Release: the result is visible to whoever sees DONE.  Acquire: the
      * awaiter's registration (its saved context) is visible to us. */
@@ -169,6 +223,11 @@ static _Noreturn void task_finish(struct weft_task *t)
         if (at_home(a) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
             th->current = &a->co;
+            a->ran_on = t->ran_on;
+            if (unlikely(observed)) {
+                weft__trace_wake(a);
+                trace_switch(&t->co, &a->co);
+            }
             weft__san_switch_last(&a->co.san);
             weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
                                  finish_action, t);
@@ -177,6 +236,8 @@ static _Noreturn void task_finish(struct weft_task *t)
         weft__task_wake(a);
     }
     th->current = &th->root;
+    if (unlikely(observed))
+        trace_switch(&t->co, &th->root);
     weft__san_switch_last(&th->root.san);
     weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
     __builtin_unreachable();

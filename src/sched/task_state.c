@@ -16,6 +16,7 @@
 #include "sched/task.h"
 
 #include "sched/driver.h"
+#include "sched/observe.h"
 #include "sched/worker.h"
 
 static inline uint64_t with_lifecycle(uint64_t s, uint64_t lc)
@@ -122,6 +123,18 @@ static void enqueue_home(struct weft_task *t, weft_pool *pool,
         weft__pool_submit_woken(pool, t);
 }
 
+/* A wake while tracing: its flow is recorded before the task is queued
+ * (before anyone can claim it).  Out of line, and called last, so that
+ * the untraced wake keeps nothing across a call. */
+static __attribute__((noinline)) void wake_traced(struct weft_task *t,
+                                                  weft_pool *pool,
+                                                  struct weft__driver *driver,
+                                                  bool fifo)
+{
+    weft__trace_wake(t);
+    enqueue_home(t, pool, driver, fifo);
+}
+
 static void wake(struct weft_task *t, bool fifo)
 {
     uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
@@ -134,6 +147,10 @@ static void wake(struct weft_task *t, bool fifo)
                     &t->state, &s,
                     with_lifecycle(s, WEFT__T_SCHEDULED) + WEFT__T_REF,
                     memory_order_acq_rel, memory_order_relaxed)) {
+                if (weft__trace_on()) {
+                    wake_traced(t, pool, driver, fifo);
+                    return;
+                }
                 enqueue_home(t, pool, driver, fifo);
                 return;
             }

@@ -23,6 +23,15 @@
  * holder: the task whose body waits, which for a body run inline on its
  * awaiter's stack is that inline task, not the awaiter that hosts it, so
  * weft_task_cancel reaches every task's blocking points, inlined or not.
+ * A wait that cancellation must not end (weft__wait_init_nocancel) is
+ * made current the same way, so the observers see it, but its kind is
+ * flagged NOCANCEL: the cancel's step (weft__wait_cancel) leaves it
+ * undecided, and its init does not read the flag.
+ *
+ * The observers (sched/observe.h, dump.c) read a record's kind, object
+ * and park time under the holder's wait_lock while it is the current
+ * wait; kind and object are written before the record is published under
+ * that lock, and the park time is an atomic word.
  */
 #include "sched/wait.h"
 
@@ -31,6 +40,22 @@
 #include "sched/worker.h"
 
 #include <errno.h>
+#include <stdio.h>
+
+/* Await: the task awaited. */
+static void describe_await(const struct weft__wait *w, char *buf, size_t n)
+{
+    uint64_t id = weft__observe_task_id(w->obj);
+    if (id)
+        snprintf(buf, n, "task %llu", (unsigned long long)id);
+    else
+        snprintf(buf, n, "task at %p", w->obj);
+}
+
+const struct weft__wait_kind weft__wait_sleep = {WEFT__WR_SLEEP, "sleep", 0,
+                                                 NULL};
+const struct weft__wait_kind weft__wait_await = {WEFT__WR_AWAIT, "await", 0,
+                                                 describe_await};
 
 bool weft__cancelled(void)
 {
@@ -39,7 +64,7 @@ bool weft__cancelled(void)
                                         memory_order_acquire);
 }
 
-/* The record's fields, for a wait by the calling task (or thread). */
+/* The record's fields (kind and obj are the inline caller's, wait.h). */
 static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
                                void (*end)(struct weft__wait *w, uint32_t),
                                uintptr_t data)
@@ -63,16 +88,21 @@ static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
     return self;
 }
 
-void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline)
+void weft__wait_setup_nocancel(struct weft__wait *w, uint64_t deadline)
 {
-    /* Not the task's current wait: weft_task_cancel does not see it, and
-     * weft__wait_block's leave only clears a slot that is already NULL. */
-    setup(w, deadline, NULL, 0);
+    /* The task's current wait, of a NOCANCEL kind: weft__wait_cancel
+     * leaves it alone (see the top), and the flag is not read. */
+    if (!setup(w, deadline, NULL, 0))
+        return;
+    struct weft_task *h = w->holder;
+    weft__spin_lock(&h->wait_lock);
+    h->cur_wait = w;
+    weft__spin_unlock(&h->wait_lock);
 }
 
-int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
-                         void (*end)(struct weft__wait *w, uint32_t outcome),
-                         uintptr_t data)
+int weft__wait_setup_hook(struct weft__wait *w, uint64_t deadline,
+                          void (*end)(struct weft__wait *w, uint32_t outcome),
+                          uintptr_t data)
 {
     if (!setup(w, deadline, end, data))
         return 0;
@@ -84,11 +114,6 @@ int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
         h->cur_wait = w;
     weft__spin_unlock(&h->wait_lock);
     return cancelled ? -ECANCELED : 0;
-}
-
-int weft__wait_init(struct weft__wait *w, uint64_t deadline)
-{
-    return weft__wait_init_hook(w, deadline, NULL, 0);
 }
 
 static void resume(struct weft__wait *w, bool fifo)
@@ -147,6 +172,8 @@ static void timer_fired(struct weft__timer *tm)
 /* Called by weft_task_cancel under t->wait_lock. */
 void weft__wait_cancel(struct weft__wait *w)
 {
+    if (w->kind->flags & WEFT__WK_NOCANCEL)
+        return; /* a wait cancellation must not end (see the top) */
     if (w->end)
         w->end(w, WEFT__W_CANCELED);
     else
@@ -212,9 +239,14 @@ uint32_t weft__wait_block(struct weft__wait *w)
      * -ENOMEM (nomem). */
     if (w->deadline && !weft__wait_arm(w))
         decide(w, WEFT__W_TIMEDOUT);
-    while (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
-           WEFT__W_PENDING)
-        weft__task_block(self);
+    if (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
+        WEFT__W_PENDING) {
+        weft__wait_parking(w);
+        do
+            weft__task_block(self);
+        while (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
+               WEFT__W_PENDING);
+    }
     weft__wait_disarm(w);
     weft__wait_leave(w);
     return atomic_load_explicit(&w->outcome, memory_order_acquire);

@@ -33,6 +33,13 @@
  * A wait whose outcome is decided elsewhere (an await: by its awaited
  * task's waiter slot) gives an `end` hook instead: cancellation and the
  * timer call end(w, outcome), under the same locks, and the hook decides.
+ *
+ * For the observers (sched/observe.h): every wait names its kind (a
+ * static weft__wait_kind: "mutex", "chan recv"...) and its object, which
+ * the record keeps, with the worker it waited on and the tick count when
+ * it parked.  The dump reads them under the holder's wait_lock while the
+ * record is the holder's current wait, which by the lifetime rule above
+ * means the record and the waiter's stack are still there.
  */
 #ifndef WEFT_SCHED_WAIT_H
 #define WEFT_SCHED_WAIT_H
@@ -42,6 +49,7 @@
 #include <stdint.h>
 
 #include "base/clock.h"
+#include "sched/observe.h"
 #include "sched/parker.h"
 #include "sched/timer.h"
 
@@ -74,32 +82,99 @@ struct weft__wait {
      * holder's wait_lock, or with TIMEDOUT under the timers' lock, instead
      * of the outcome CAS; NULL for the usual one (weft__wait_init_hook). */
     void (*end)(struct weft__wait *w, uint32_t outcome);
+    /* What the wait is (sched/observe.h), set before the record is
+     * published; a kind flagged NOCANCEL is one cancellation leaves
+     * alone (weft__wait_init_nocancel). */
+    const struct weft__wait_kind *kind;
+    const void *obj;                 /* the mutex, channel, task awaited... */
+    /* weft__ticks() when the task parked: set before every park of a task
+     * in the wait (weft__wait_parking), so a parked waiter's is set; read
+     * by the observers only for a parked one. */
+    _Atomic uint64_t since;
 };
 
 /*
  * weft__wait_init - set up a wait by the calling task (or plain thread)
- * that ends at `deadline` (absolute CLOCK_MONOTONIC ns; 0: never).
+ * that ends at `deadline` (absolute CLOCK_MONOTONIC ns; 0: never), of
+ * kind `kind` on object `obj` (for the observers; obj may be NULL).
  * Returns 0, or -ECANCELED if the calling task has been cancelled (then
  * nothing was set up: return the error, touching nothing).  On 0 the
  * record is the task's current wait, visible to weft_task_cancel, and
  * weft__wait_block must follow.
  */
-int weft__wait_init(struct weft__wait *w, uint64_t deadline);
+static inline int weft__wait_init(struct weft__wait *w, uint64_t deadline,
+                                  const struct weft__wait_kind *kind,
+                                  const void *obj);
 
 /* The same, for a wait decided elsewhere (the await): cancellation and
  * the deadline call end(w, outcome) instead of deciding; data is for it.
- * The caller arms the timer itself (weft__wait_arm). */
-int weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
-                         void (*end)(struct weft__wait *w, uint32_t outcome),
-                         uintptr_t data);
+ * The caller arms the timer itself (weft__wait_arm), and stamps the park
+ * (weft__wait_parking). */
+static inline int
+weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
+                     void (*end)(struct weft__wait *w, uint32_t outcome),
+                     uintptr_t data, const struct weft__wait_kind *kind,
+                     const void *obj);
 
 /*
  * weft__wait_init_nocancel - as weft__wait_init, for a wait that
  * cancellation must not end (a condition variable re-acquiring its mutex
- * before it returns -ECANCELED): it always succeeds, and weft_task_cancel
- * does not see the record.  Only a waker or the deadline ends it.
+ * before it returns -ECANCELED), of a kind flagged WEFT__WK_NOCANCEL: it
+ * always succeeds, and weft_task_cancel leaves the record alone (it is
+ * the current wait all the same, for the observers' sake).  Only a waker
+ * or the deadline ends it.
  */
-void weft__wait_init_nocancel(struct weft__wait *w, uint64_t deadline);
+static inline void weft__wait_init_nocancel(struct weft__wait *w,
+                                            uint64_t deadline,
+                                            const struct weft__wait_kind *kind,
+                                            const void *obj);
+
+/* wait.c's part of the three above, which store kind and obj in the
+ * caller (an out-of-line call with six arguments cost eight instructions
+ * more per wait than these stores). */
+int weft__wait_setup_hook(struct weft__wait *w, uint64_t deadline,
+                          void (*end)(struct weft__wait *w, uint32_t outcome),
+                          uintptr_t data);
+void weft__wait_setup_nocancel(struct weft__wait *w, uint64_t deadline);
+
+static inline int weft__wait_init(struct weft__wait *w, uint64_t deadline,
+                                  const struct weft__wait_kind *kind,
+                                  const void *obj)
+{
+    w->kind = kind;
+    w->obj = obj;
+    return weft__wait_setup_hook(w, deadline, NULL, 0);
+}
+
+static inline int
+weft__wait_init_hook(struct weft__wait *w, uint64_t deadline,
+                     void (*end)(struct weft__wait *w, uint32_t outcome),
+                     uintptr_t data, const struct weft__wait_kind *kind,
+                     const void *obj)
+{
+    w->kind = kind;
+    w->obj = obj;
+    return weft__wait_setup_hook(w, deadline, end, data);
+}
+
+static inline void weft__wait_init_nocancel(struct weft__wait *w,
+                                            uint64_t deadline,
+                                            const struct weft__wait_kind *kind,
+                                            const void *obj)
+{
+    w->kind = kind;
+    w->obj = obj;
+    weft__wait_setup_nocancel(w, deadline);
+}
+
+/* The waiting task is about to park in w (weft__wait_block calls it for
+ * its own parks; the await, which parks itself, calls it too): note when,
+ * for the observers.  One tick read and one store. */
+static inline void weft__wait_parking(struct weft__wait *w)
+{
+    /* Relaxed: the dump reads it racily, under the holder's wait_lock. */
+    atomic_store_explicit(&w->since, weft__ticks(), memory_order_relaxed);
+}
 
 /*
  * weft__wait_block - park (a task) or block (a thread) until the outcome

@@ -14,6 +14,7 @@
 #include <urcu/wfcqueue.h>
 
 #include "base/spinlock.h"
+#include "sched/observe.h"
 #include "sched/parker.h"
 #include "sched/poller.h"
 #include "sched/runq.h"
@@ -53,6 +54,8 @@ struct weft__worker {
     /* Live-task accounting for drain, written by this worker only. */
     _Atomic int64_t arrived;      /* tasks that got this pool as home here */
     _Atomic int64_t left;         /* tasks of this pool that ended or left */
+    /* Its counters, for weft_pool_stats (sched/observe.h). */
+    struct weft__worker_stats stats;
 };
 
 struct weft_pool {
@@ -89,6 +92,11 @@ struct weft_pool {
     /* Socket I/O: NULL until a task first waits on an fd (sched/poller.h).
      * Set once; acquire on load pairs with the attaching CAS. */
     _Atomic(struct weft__poller *) poller;
+
+    /* The observers' (stats.c, dump.c): when it was made, and its link in
+     * the list of pools (under that list's lock). */
+    uint64_t made_ns;
+    weft_pool *observe_next;
 };
 
 /* The worker running on this thread, or NULL.  Read afresh. */

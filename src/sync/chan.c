@@ -35,8 +35,10 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum { DELIVERED = 0, CLOSED = 1 };
+
 
 struct weft_chan {
     weft__spinlock lock;
@@ -47,6 +49,18 @@ struct weft_chan {
     weft__waitq senders, receivers;
     void *buf[];
 };
+
+/* For the dump: the channel (its capacity never changes). */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    const struct weft_chan *ch = w->obj;
+    snprintf(buf, n, "chan %p (capacity %zu)", w->obj, ch->cap);
+}
+
+static const struct weft__wait_kind send_kind = {WEFT__WR_CHAN_SEND,
+                                                 "chan send", 0, describe};
+static const struct weft__wait_kind recv_kind = {WEFT__WR_CHAN_RECV,
+                                                 "chan recv", 0, describe};
 
 static void buf_push(weft_chan *ch, void *v)
 {
@@ -73,7 +87,9 @@ static int wait_in(weft_chan *ch, weft__waitq *q, void **value,
                    uint64_t deadline, int nowait)
 {
     struct weft__wait w;
-    if (nowait || weft__wait_init(&w, deadline)) {
+    if (nowait ||
+        weft__wait_init(&w, deadline,
+                        q == &ch->senders ? &send_kind : &recv_kind, ch)) {
         weft__spin_unlock(&ch->lock);
         return nowait ? nowait : -ECANCELED;
     }

@@ -15,6 +15,16 @@
 #include "sync/waitq.h"
 
 #include <errno.h>
+#include <stdio.h>
+
+/* For the dump: the object. */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "cond %p", w->obj);
+}
+
+static const struct weft__wait_kind cond_kind = {WEFT__WR_COND, "cond", 0,
+                                                 describe};
 
 
 static int wait_until(weft_cond *c, weft_mutex *m, uint64_t deadline)
@@ -27,7 +37,7 @@ static int wait_until(weft_cond *c, weft_mutex *m, uint64_t deadline)
         return -EPERM;
     struct weft__wait w;
     weft__spin_lock(&cv->lock_);
-    if (weft__wait_init(&w, deadline)) {
+    if (weft__wait_init(&w, deadline, &cond_kind, cv)) {
         weft__spin_unlock(&cv->lock_);
         return -ECANCELED; /* still holding m: it was never released */
     }

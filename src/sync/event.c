@@ -32,6 +32,16 @@
 #include "sync/waitq.h"
 
 #include <errno.h>
+#include <stdio.h>
+
+/* For the dump: the object. */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "event %p", w->obj);
+}
+
+static const struct weft__wait_kind event_kind = {WEFT__WR_EVENT, "event", 0,
+                                                  describe};
 
 
 static uint32_t state_of(const struct weft__event *e)
@@ -96,7 +106,7 @@ static int wait_until(weft_event *ev, uint64_t deadline, bool nowait)
         return 0;
     }
     struct weft__wait w;
-    if (nowait || weft__wait_init(&w, deadline)) {
+    if (nowait || weft__wait_init(&w, deadline, &event_kind, e)) {
         weft__spin_unlock(&e->lock);
         return nowait ? -ETIMEDOUT : -ECANCELED;
     }

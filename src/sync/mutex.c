@@ -64,9 +64,32 @@
 #include "sync/waitq.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 
 enum { FREE = 0, LOCKED = 1, CONTENDED = 2 };
+
+/* For the dump (sched/observe.h): who holds it, read with one atomic load
+ * (owner_ is relaxed everywhere, see the top). */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    const struct weft__mutex *mx = w->obj;
+    uintptr_t owner = __atomic_load_n(&mx->owner_, __ATOMIC_RELAXED);
+    uint64_t id = owner ? weft__observe_task_id((const void *)owner) : 0;
+    if (!owner)
+        snprintf(buf, n, "mutex %p, free now", w->obj);
+    else if (id)
+        snprintf(buf, n, "mutex %p, held by task %llu", w->obj,
+                 (unsigned long long)id);
+    else
+        snprintf(buf, n, "mutex %p, held by a plain thread", w->obj);
+}
+
+static const struct weft__wait_kind mutex_kind = {WEFT__WR_MUTEX, "mutex", 0,
+                                                  describe};
+/* The condition variable's re-lock, which cancellation does not end. */
+static const struct weft__wait_kind relock_kind = {
+    WEFT__WR_MUTEX, "mutex (cond re-lock)", WEFT__WK_NOCANCEL, describe};
 
 __attribute__((noinline)) static uintptr_t thread_token(void)
 {
@@ -134,8 +157,8 @@ static int lock_slow(weft_mutex *m, uintptr_t me, uint64_t deadline,
      * nothing else. */
     struct weft__wait w;
     if (!cancellable) {
-        weft__wait_init_nocancel(&w, 0);
-    } else if (weft__wait_init(&w, deadline)) {
+        weft__wait_init_nocancel(&w, 0, &relock_kind, mx);
+    } else if (weft__wait_init(&w, deadline, &mutex_kind, mx)) {
         weft__spin_unlock(&mx->lock_);
         return -ECANCELED;
     }

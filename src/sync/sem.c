@@ -13,6 +13,16 @@
 #include "sync/waitq.h"
 
 #include <errno.h>
+#include <stdio.h>
+
+/* For the dump: the object. */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "sem %p", w->obj);
+}
+
+static const struct weft__wait_kind sem_kind = {WEFT__WR_SEM, "sem", 0,
+                                                describe};
 
 
 /* Take a unit.  nowait: the error to return instead of waiting (0: wait
@@ -28,7 +38,8 @@ static int take(weft_sem *s, uint64_t deadline, int nowait)
         weft__spin_unlock(&sm->lock_);
         return 0;
     }
-    return weft__wq_wait(&sm->lock_, &sm->q_, deadline, nowait);
+    return weft__wq_wait(&sm->lock_, &sm->q_, deadline, nowait, &sem_kind,
+                         sm);
 }
 
 WEFT_EXPORT void weft_sem_init(weft_sem *s, unsigned count)

@@ -13,6 +13,16 @@
 #include "sync/waitq.h"
 
 #include <errno.h>
+#include <stdio.h>
+
+/* For the dump: the object. */
+static void describe(const struct weft__wait *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "wait group %p", w->obj);
+}
+
+static const struct weft__wait_kind wait_group_kind = {
+    WEFT__WR_WAIT_GROUP, "wait group", 0, describe};
 
 
 /* nowait: the error to return instead of waiting (0: wait until deadline,
@@ -27,7 +37,8 @@ static int wait_zero(weft_wait_group *wg, uint64_t deadline, int nowait)
         weft__spin_unlock(&g->lock_);
         return 0;
     }
-    return weft__wq_wait(&g->lock_, &g->q_, deadline, nowait);
+    return weft__wq_wait(&g->lock_, &g->q_, deadline, nowait,
+                         &wait_group_kind, g);
 }
 
 WEFT_EXPORT void weft_wait_group_init(weft_wait_group *wg)

@@ -110,14 +110,17 @@ static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
  * With the lock held, for a call that cannot proceed now and expects
  * nothing from its waker but the wake (a semaphore unit, a wait group at
  * zero): wait on q until deadline (0: none), or if nowait is an error
- * code, return it instead of waiting.  Drops the lock.  Returns 0 (woken),
- * nowait, -ECANCELED, -ETIMEDOUT or -ENOMEM (weft__wait_error).
+ * code, return it instead of waiting.  kind and obj: what the wait is, for
+ * the observers.  Drops the lock.  Returns 0 (woken), nowait, -ECANCELED,
+ * -ETIMEDOUT or -ENOMEM (weft__wait_error).
  */
 static inline int weft__wq_wait(weft__spinlock *lock, weft__waitq *q,
-                                uint64_t deadline, int nowait)
+                                uint64_t deadline, int nowait,
+                                const struct weft__wait_kind *kind,
+                                const void *obj)
 {
     struct weft__wait w;
-    if (nowait || weft__wait_init(&w, deadline)) {
+    if (nowait || weft__wait_init(&w, deadline, kind, obj)) {
         weft__spin_unlock(lock);
         return nowait ? nowait : -ECANCELED;
     }

@@ -2046,6 +2046,136 @@ static int socket_nomem(void)
 }
 #endif
 
+
+/* ------------------------------------------------------------------ */
+/* Ids and names (task.h, coro.h), and inspect.h                        */
+
+static int task_id_null(void) { return weft_task_id(NULL) != 0; }
+static int coro_id_null(void) { return weft_coro_id(NULL) != 0; }
+
+static int task_set_name_null(void)
+{
+    char before[32];
+    snprintf(before, sizeof before, "%s", weft_task_name(weft_task_current()));
+    int rc = weft_task_set_name(NULL);
+    CHECK_EQ(strcmp(weft_task_name(weft_task_current()), before), 0);
+    return rc;
+}
+
+static int task_set_name_outside(void) { return weft_task_set_name("x"); }
+
+static int pool_stats_null(void)
+{
+    struct weft_pool_stats s = {.size = sizeof s};
+    return weft_pool_stats(NULL, &s);
+}
+
+static int pool_stats_out_null(void) { return weft_pool_stats(g_pool, NULL); }
+
+static int pool_stats_small(void)
+{
+    struct weft_pool_stats s;
+    memset(&s, 0x5a, sizeof s);
+    s.size = offsetof(struct weft_pool_stats, workers);
+    int rc = weft_pool_stats(g_pool, &s);
+    CHECK_EQ(s.size, offsetof(struct weft_pool_stats, workers));
+    CHECK_EQ(s.runs, 0x5a5a5a5a5a5a5a5aull); /* untouched */
+    return rc;
+}
+
+static int worker_stats_null(void)
+{
+    struct weft_worker_stats s = {.size = sizeof s};
+    return weft_pool_worker_stats(NULL, 0, &s);
+}
+
+static int worker_stats_index(void)
+{
+    struct weft_worker_stats s = {.size = sizeof s};
+    return weft_pool_worker_stats(g_pool, weft_pool_threads(g_pool), &s);
+}
+
+static int worker_stats_small(void)
+{
+    struct weft_worker_stats s = {.size = 0};
+    return weft_pool_worker_stats(g_pool, 0, &s);
+}
+
+static int pool_dump_null(void) { return weft_pool_dump(NULL, stderr); }
+static int pool_dump_out_null(void) { return weft_pool_dump(g_pool, NULL); }
+
+/* A stream that cannot be written: /dev/null opened for reading. */
+static int dump_unwritable(int (*dump)(FILE *))
+{
+    FILE *f = fopen("/dev/null", "r");
+    CHECK(f != NULL);
+    int rc = dump(f);
+    fclose(f);
+    return rc;
+}
+
+static int dump_g_pool(FILE *f) { return weft_pool_dump(g_pool, f); }
+static int pool_dump_unwritable(void) { return dump_unwritable(dump_g_pool); }
+static int dump_all_null(void) { return weft_dump_all(NULL); }
+static int dump_all_unwritable(void) { return dump_unwritable(weft_dump_all); }
+
+static int dump_on_signal_kill(void) { return weft_dump_on_signal(SIGKILL); }
+static int dump_on_signal_zero(void) { return weft_dump_on_signal(0); }
+
+/* SIGURG is ignored by default, so the handler this installs changes
+ * nothing for the rest of the run. */
+static int dump_on_signal_other(void)
+{
+    CHECK_EQ(weft_dump_on_signal(SIGURG), 0);
+    CHECK_EQ(weft_dump_on_signal(SIGURG), 0); /* the same: nothing */
+    return weft_dump_on_signal(SIGWINCH);
+}
+
+#ifdef WEFT_FAULT_INJECTION
+/* Before any row has chosen a signal: the dumper thread cannot start. */
+static int dump_on_signal_no_thread(void)
+{
+    for (unsigned long k = 1; k < 16; k++) {
+        weft__fault_arm(k);
+        int rc = weft_dump_on_signal(SIGURG);
+        weft__fault_arm(0);
+        if (rc == -EAGAIN)
+            return rc;
+        if (rc == 0)
+            return 0; /* every call succeeded: fails the row */
+    }
+    return 0;
+}
+#define DUMP_ON_SIGNAL_NO_THREAD dump_on_signal_no_thread
+#else
+#define DUMP_ON_SIGNAL_NO_THREAD NULL
+#endif
+
+static int trace_start_null(void) { return weft_trace_start(NULL); }
+
+static int trace_start_twice(void)
+{
+    CHECK_EQ(weft_trace_start("/dev/null"), 0);
+    int rc = weft_trace_start("/dev/null");
+    CHECK_EQ(weft_trace_stop(), 0); /* the first one still stops */
+    return rc;
+}
+
+static int trace_start_no_folder(void)
+{
+    return weft_trace_start("/nonexistent-weft-folder/trace.json");
+}
+
+static int trace_start_folder(void) { return weft_trace_start("/tmp"); }
+static int trace_stop_none(void) { return weft_trace_stop(); }
+
+/* /dev/full takes the open and fails every write. */
+static int trace_stop_unwritable(void)
+{
+    CHECK_EQ(weft_trace_start("/dev/full"), 0);
+    return weft_trace_stop();
+}
+
 /* ------------------------------------------------------------------ */
 /* The table                                                            */
 
@@ -2371,6 +2501,48 @@ static const struct row rows[] = {
     ROW(weft_connect, "in a cancelled task, handshake unanswered", -ECANCELED, TASK, connect_cancelled),
     NOMEM(weft_connect, "no memory for the pool's netpoller", FRESH, connect_nomem),
     ROW(weft_connect_for, "handshake unanswered for 2 ms", -ETIMEDOUT, TASK, connect_for_timeout),
+
+    VAL(weft_task_id, "NULL", 0, "0", task_id_null),
+    VAL(weft_coro_id, "NULL", 0, "0", coro_id_null),
+    ROW(weft_task_set_name, "`name` NULL (the name stays)", -EINVAL, TASK,
+        task_set_name_null),
+    ROW(weft_task_set_name, "on a plain thread", -EPERM, PLAIN,
+        task_set_name_outside),
+    ROW(weft_task_set_name, "in a coroutine", -EPERM, CORO,
+        task_set_name_outside),
+    ROW(weft_pool_stats, "`pool` NULL", -EINVAL, PLAIN, pool_stats_null),
+    ROW(weft_pool_stats, "`out` NULL", -EINVAL, TASK, pool_stats_out_null),
+    ROW(weft_pool_stats, "`out->size` too small (nothing written)", -EINVAL,
+        PLAIN, pool_stats_small),
+    ROW(weft_pool_worker_stats, "`pool` NULL", -EINVAL, PLAIN,
+        worker_stats_null),
+    ROW(weft_pool_worker_stats, "`index` = the number of workers", -EINVAL,
+        PLAIN, worker_stats_index),
+    ROW(weft_pool_worker_stats, "`out->size` 0", -EINVAL, TASK,
+        worker_stats_small),
+    ROW(weft_pool_dump, "`pool` NULL", -EINVAL, PLAIN, pool_dump_null),
+    ROW(weft_pool_dump, "`out` NULL", -EINVAL, PLAIN, pool_dump_out_null),
+    ROW(weft_pool_dump, "a stream open for reading only", -EIO, TASK,
+        pool_dump_unwritable),
+    ROW(weft_dump_all, "NULL", -EINVAL, PLAIN, dump_all_null),
+    ROW(weft_dump_all, "a stream open for reading only", -EIO, PLAIN,
+        dump_all_unwritable),
+    ROW(weft_dump_on_signal, "`SIGKILL`", -EINVAL, PLAIN, dump_on_signal_kill),
+    ROW(weft_dump_on_signal, "0", -EINVAL, PLAIN, dump_on_signal_zero),
+    {"weft_dump_on_signal", "the dumper thread cannot be started", -EAGAIN, NULL, PLAIN, DUMP_ON_SIGNAL_NO_THREAD, NULL, true},
+    ROW(weft_dump_on_signal, "`SIGWINCH` after `SIGURG`", -EBUSY, PLAIN,
+        dump_on_signal_other),
+    ROW(weft_trace_start, "NULL", -EINVAL, PLAIN, trace_start_null),
+    ROW(weft_trace_start, "a trace is being recorded", -EBUSY, TASK,
+        trace_start_twice),
+    ROW(weft_trace_start, "a path in no folder", -ENOENT, PLAIN,
+        trace_start_no_folder),
+    ROW(weft_trace_start, "a folder (`/tmp`)", -EISDIR, PLAIN,
+        trace_start_folder),
+    ROW(weft_trace_stop, "no trace is being recorded", -ESRCH, PLAIN,
+        trace_stop_none),
+    ROW(weft_trace_stop, "`/dev/full`: every write fails", -EIO, PLAIN,
+        trace_stop_unwritable),
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])
