@@ -119,7 +119,7 @@ def check_misbehaving(prog, req, end):
             s.recv(100)
             reset(s)
         fds = srv.wait_idle()
-        if fds != fds0:
+        if fds > fds0:  # fewer: something opened before closed since
             fail("descriptors: %d after the faults, %d before" % (fds, fds0))
         s = srv.connect()
         roundtrip(s, req, end)

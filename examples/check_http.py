@@ -383,7 +383,7 @@ def body():
             check_raw(srv)
         else:
             check_wrk(srv)
-        if srv.wait_idle() != fds0:
+        if srv.wait_idle() > fds0:  # fewer is no leak
             fail("descriptors: %d, %d before the checks" % (srv.fds(), fds0))
         srv.alive()
         check_shutdown(srv)

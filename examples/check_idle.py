@@ -105,7 +105,7 @@ def body():
                  % (p99_1, idle, p99_0))
         for s in socks:
             s.close()
-        if srv.wait_idle(limit=30) != fds0:
+        if srv.wait_idle(limit=30) > fds0:  # fewer is no leak
             fail("descriptors: %d, %d before" % (srv.fds(), fds0))
         srv.stop()
         print("ok")

@@ -176,6 +176,10 @@ class Server:
                                      timeout=2).close()
         except ConnectionRefusedError:
             return True
+        except ConnectionResetError:
+            # It slipped in before the listener closed and was reset with
+            # the backlog: not refused yet, ask again.
+            return False
         return False
 
     def stop(self):

@@ -206,6 +206,11 @@ static bool try_inline(struct weft_task *self, struct weft_task *t,
  */
 #define STALE_BATCH 32u
 
+/* The state of an entry we do not own yet: it may be the oldest, which a
+ * thief can take, end and free meanwhile (the record stays mapped: a
+ * chunk is unmapped only once all its records have sat in the depot
+ * through an idle trim).  What is read only decides what to try;
+ * drop_bottom and pop decide what is ours. */
 static bool is_complete(struct weft_task *t)
 {
     return t && weft__task_lifecycle(atomic_load_explicit(

@@ -74,7 +74,12 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
         t->co.name_buf[n] = '\0';
         t->co.name = t->co.name_buf;
     }
-    atomic_init(&t->state, state);
+    /* Atomic stores, not atomic_init: await's look at the bottom of its
+     * deque (await.c, is_complete) may read the state of a record that a
+     * thief has just taken, freed and that is being made again here; the
+     * value read is never acted on (drop_bottom refuses what a thief can
+     * reach), but the read must not be a data race. */
+    atomic_store_explicit(&t->state, state, memory_order_relaxed);
     atomic_init(&t->waiter, 0);
     t->pool = NULL;
     t->driver = NULL;

@@ -31,13 +31,26 @@ enum { TASKS = 32, ROUNDS = 200 };
 static long rounds;
 static atomic_long messages, closes, dup2s, bad_results;
 
+/* The sockets and anonymous-inode files (epoll, eventfd) open now: what
+ * the run and the pool make.  Not every fd: clang's ThreadSanitizer opens
+ * pipes to its external symbolizer when it first matches a suppression. */
 static unsigned open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
     REQUIRE(d != NULL);
     unsigned n = 0;
-    while (readdir(d))
-        n++;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char path[300], target[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        if (strncmp(target, "socket:", 7) == 0 ||
+            strncmp(target, "anon_inode:", 11) == 0)
+            n++;
+    }
     closedir(d);
     return n;
 }
@@ -66,16 +79,48 @@ static void *wait_on_doomed_fd(void *arg)
 }
 
 /* The races these two make on purpose (the fd taken from under a wait
- * that another thread is in) are what the run is about; ThreadSanitizer,
- * which treats an fd like memory, is told so by name (tests/tsan.supp). */
+ * that another thread is in) are what the run is about.
+ * ThreadSanitizer, which treats an fd like memory, is told so by name
+ * (tests/tsan.supp), and under it they are also left out of its race
+ * detection: clang 14's runtime sometimes crashed (a CHECK in
+ * ScopedReportBase::AddLocation) building the report of such a race,
+ * before the suppression could apply. */
+#if defined(__SANITIZE_THREAD__)
+#define FD_RACES_IGNORED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FD_RACES_IGNORED 1
+#endif
+#endif
+#ifdef FD_RACES_IGNORED
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define RACE_BEGIN()                                                    \
+    (AnnotateIgnoreReadsBegin(__FILE__, __LINE__),                      \
+     AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define RACE_END()                                                      \
+    (AnnotateIgnoreWritesEnd(__FILE__, __LINE__),                       \
+     AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define RACE_BEGIN() ((void)0)
+#define RACE_END() ((void)0)
+#endif
+
 __attribute__((noinline)) static void close_under_wait(int fd)
 {
+    RACE_BEGIN();
     close(fd);
+    RACE_END();
 }
 
 __attribute__((noinline)) static void dup2_under_wait(int from, int to)
 {
-    CHECK_EQ(dup2(from, to), to);
+    RACE_BEGIN();
+    int rc = dup2(from, to);
+    RACE_END();
+    CHECK_EQ(rc, to);
 }
 
 static void *round_task(void *arg)
@@ -139,6 +184,15 @@ static void *round_task(void *arg)
 
 int main(void)
 {
+#if defined(__clang__) && defined(FD_RACES_IGNORED)
+    /* clang 14's ThreadSanitizer runtime crashes (a CHECK in
+     * ScopedReportBase::AddLocation, from the epoll_ctl interceptor) on
+     * the fd-number reuse this run is made of, even with the test's own
+     * fd calls left out of its detection; gcc's runs it (scripts/dev
+     * test-tsan).  docs/testing.md lists this. */
+    puts("stress_fd_reuse: skipped under clang's ThreadSanitizer");
+    return 77;
+#endif
     st_start("stress_fd_reuse", 240);
     rounds = st_scaled(ROUNDS);
     unsigned fds0 = open_fds();
