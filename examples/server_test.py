@@ -10,6 +10,7 @@ needs is missing, naming the Debian package that brings it.
 import os
 import resource
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -74,7 +75,11 @@ class Server:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-        self.proc = subprocess.Popen([prog, "0", str(threads)],
+        # Through the exe wrapper meson test names (qemu-aarch64 in the
+        # cross build): qemu-user runs the program in its own process, so
+        # the pid, its /proc/PID/fd and its signals are still the server's.
+        wrap = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
+        self.proc = subprocess.Popen(wrap + [prog, "0", str(threads)],
                                      stdout=subprocess.PIPE, env=e,
                                      preexec_fn=limit)
         ready, _, _ = select.select([self.proc.stdout], [], [], START_LIMIT)
