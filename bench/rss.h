@@ -34,4 +34,25 @@ static inline int64_t bench_rss_bytes(void)
     return (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The most bytes this program has had resident: VmHWM in
+ * /proc/self/status, or -1.  Not getrusage's ru_maxrss: Linux carries that
+ * across execve, so a program that weft-bench forks and execs reports the
+ * bench's own resident set at the fork if it never grows past it (the soak
+ * rows once showed 259 MB for weft and TBB alike).  VmHWM is the address
+ * space's, and exec makes a new one. */
+static inline int64_t bench_peak_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kib = -1;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib < 0 ? -1 : (int64_t)kib * 1024;
+}
+
 #endif /* WEFT_BENCH_RSS_H */

@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include "clock.h"
@@ -138,15 +137,14 @@ static int soak_weft(const bench_params *p, bench_sample *out)
     struct timespec one = {1, 0};
     nanosleep(&one, NULL);
     int64_t idle = bench_rss_bytes();
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    int64_t peak = bench_peak_rss_bytes();
     int drc = bench_pool_destroy(soak_pool, WHO);
     if (rc == 0)
         rc = drc;
     if (rc == 0) {
         out->extra[0] = ms[0];
         out->extra[1] = ms[rounds - 1];
-        out->extra[2] = (double)ru.ru_maxrss / 1024.0; /* KiB -> MiB */
+        out->extra[2] = (double)peak / (1024.0 * 1024.0);
         out->extra[3] = (double)idle / (1024.0 * 1024.0);
         qsort(ms, rounds, sizeof *ms, cmp_double);
         out->value = ms[rounds / 2];

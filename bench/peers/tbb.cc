@@ -274,9 +274,8 @@ int run_soak(unsigned threads, uint64_t seconds)
     struct timespec one = {1, 0};
     nanosleep(&one, nullptr);
     const double idle = double(bench_rss_bytes()) / (1024.0 * 1024.0);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    const double extra[4] = {ms.front(), ms.back(), double(ru.ru_maxrss) / 1024.0,
+    const double peak = double(bench_peak_rss_bytes()) / (1024.0 * 1024.0);
+    const double extra[4] = {ms.front(), ms.back(), peak,
                              idle};
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
