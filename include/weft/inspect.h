@@ -81,6 +81,12 @@ struct weft_pool_stats {
     uint64_t stacks_mapped, stacks_mapped_bytes;
     uint64_t stacks_cached, stacks_cached_bytes;
     uint64_t blocking_busy, blocking_idle;
+    uint64_t stale_queued;   /* now: run-queue entries whose task has
+                                ended (run inline by an await; dropped when
+                                reached), part of local_queued            */
+    uint64_t records_bytes;  /* process-wide, now: task records' memory
+                                (64 KiB chunks, live and cached; an idle
+                                pool's trim unmaps chunks with no live one) */
 };
 
 /*

@@ -39,4 +39,15 @@ static inline int weft__reserved_zero(void *const *reserved, unsigned n)
     return 1;
 }
 
+/* On a function that reads, on purpose, memory that other threads write
+ * without synchronisation (the observers' walk of task records): leave its
+ * accesses out of ThreadSanitizer's checks.  gcc does not inline a
+ * function with other sanitizer attributes into one with this, so helpers
+ * such a function calls carry it too. */
+#if defined(__clang__) || __GNUC__ >= 8
+#define WEFT_RACY_READS __attribute__((no_sanitize("thread")))
+#else
+#define WEFT_RACY_READS
+#endif
+
 #endif /* WEFT_BASE_COMPILER_H */

@@ -62,15 +62,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__clang__) || __GNUC__ >= 8
-#define RACY_READS __attribute__((no_sanitize("thread")))
-#else
-#define RACY_READS
-#endif
 
 /* ----------------------------------------------------- the snapshot */
 
-RACY_READS uint64_t weft__observe_task_id(const void *p)
+WEFT_RACY_READS uint64_t weft__observe_task_id(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     for (const struct weft__record_chunk *c = weft__records_first(); c;
@@ -97,7 +92,7 @@ static void copy_name(char *dst, const char *src)
     dst[i] = '\0';
 }
 
-RACY_READS bool weft__snap_take(struct weft_task *t, const weft_pool *pool,
+WEFT_RACY_READS bool weft__snap_take(struct weft_task *t, const weft_pool *pool,
                                 struct weft__snap *s, bool frames)
 {
     if (!weft__task_record_live(t) || t->pool != pool)
@@ -273,7 +268,7 @@ static int by_id(const void *a, const void *b)
 
 /* The records that look like live tasks of pool now, by id (a first,
  * lock-free pass: each is looked at again when it is printed). */
-RACY_READS static struct found *find_tasks(const weft_pool *pool, size_t *n)
+WEFT_RACY_READS static struct found *find_tasks(const weft_pool *pool, size_t *n)
 {
     size_t cap = 0, k = 0;
     struct found *all = NULL;

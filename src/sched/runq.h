@@ -104,6 +104,34 @@ static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
     return weft__runq_peek_below(q, 0);
 }
 
+/* Anyone (the observers): how many queued entries hold an ended task (run
+ * inline by an await, dropped when the owner or a thief reaches them).  A
+ * racy count; memory-safe only while the caller holds the records' walk
+ * (weft__records_walk_begin, task.h), taken before these loads: an entry
+ * inside the window read here was pushed, with a live task, after a value
+ * of top that is no older than the walk's start (the lock orders every
+ * earlier take, free and trim before it), and bottom's acquire makes the
+ * slot at least that push's; its record stays mapped until the walk
+ * ends.  `ended` decides from a task's state. */
+static inline uint32_t weft__runq_count_ended(
+    struct weft__runq *q, bool (*ended)(struct weft_task *))
+{
+    uint32_t t = atomic_load_explicit(&q->top, memory_order_relaxed);
+    uint32_t b = atomic_load_explicit(&q->bottom, memory_order_acquire);
+    int32_t len = (int32_t)(b - t);
+    uint32_t n = 0;
+    if (len > (int32_t)WEFT__RUNQ_SIZE)
+        len = (int32_t)WEFT__RUNQ_SIZE;
+    for (int32_t i = 0; i < len; i++) {
+        struct weft_task *e = atomic_load_explicit(
+            &q->slot[(t + (uint32_t)i) & (WEFT__RUNQ_SIZE - 1)],
+            memory_order_relaxed);
+        if (e && ended(e))
+            n++;
+    }
+    return n;
+}
+
 /* Anyone: roughly how many tasks are queued. */
 static inline uint32_t weft__runq_len(struct weft__runq *q)
 {

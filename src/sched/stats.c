@@ -26,16 +26,11 @@
 #define POOL_STATS_MIN sizeof(struct weft_pool_stats)
 #define WORKER_STATS_MIN sizeof(struct weft_worker_stats)
 
-#if defined(__clang__) || __GNUC__ >= 8
-#define RACY_READS __attribute__((no_sanitize("thread")))
-#else
-#define RACY_READS
-#endif
 
 /* A counter its worker is writing (sched/observe.h). */
 #define load(c) (*(const volatile uint64_t *)(c))
 
-RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w,
+WEFT_RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w,
                                     uint64_t now,
                          struct weft_worker_stats *o)
 {
@@ -113,6 +108,12 @@ static void count_task(struct weft_pool_stats *o, const struct weft__snap *s)
     (*by[r < WEFT__WR_COUNT ? r : WEFT__WR_OTHER])++;
 }
 
+static bool task_ended(struct weft_task *t)
+{
+    return weft__task_lifecycle(atomic_load_explicit(
+               &t->state, memory_order_relaxed)) == WEFT__T_COMPLETE;
+}
+
 /* The caller's struct gets min(its size, ours) bytes of ours, and zeroes
  * past that up to its size. */
 static void hand_over(void *out, const void *ours, size_t ours_size)
@@ -169,6 +170,9 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
 
     struct weft__snap s;
     weft__records_walk_begin();
+    for (unsigned i = 0; i < pool->nworkers; i++)
+        o.stale_queued +=
+            weft__runq_count_ended(&pool->workers[i]->q, task_ended);
     for (const struct weft__record_chunk *c = weft__records_first(); c;
          c = weft__records_next(c)) {
         unsigned n;
@@ -179,6 +183,7 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
     }
     weft__records_walk_end();
 
+    o.records_bytes = weft__records_bytes(); /* takes chunks_lock itself */
     struct weft__poller *poller = weft__pool_poller(pool);
     if (poller && poller->ops->waits)
         o.poll_waits = poller->ops->waits(poller);

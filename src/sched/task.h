@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <urcu/wfcqueue.h>
 
+#include "base/compiler.h"
 #include "base/spinlock.h"
 #include "ctx/coro.h"
 #include "ctx/ctx.h"
@@ -110,7 +111,8 @@ struct weft_task {
 /* Whether a task record is in use (for the observers, who walk free
  * records too): task_new makes co.flags HOSTED, and a free record's
  * flags are 0 (records.c). */
-static inline bool weft__task_record_live(const struct weft_task *t)
+WEFT_RACY_READS static inline bool
+weft__task_record_live(const struct weft_task *t)
 {
     return *(const volatile uint32_t *)&t->co.flags & WEFT__CORO_HOSTED;
 }

@@ -598,6 +598,60 @@ static void test_counters(void **state)
     WT_CLEAN();
 }
 
+/* Stale entries: a child that await runs inline keeps its queue entry
+ * until the entry is reached; on one worker, with the parent awaiting its
+ * oldest child first, that entry is counted and the others are not. */
+
+static weft_pool *stale_pool;
+static struct weft_pool_stats stale_before, stale_after;
+static intptr_t stale_sum;
+
+static void *stale_leaf(void *arg)
+{
+    return arg;
+}
+
+static void *stale_parent(void *arg)
+{
+    (void)arg;
+    weft_task *c[3];
+    for (int i = 0; i < 3; i++)
+        if (weft_spawn(&c[i], stale_pool, stale_leaf, P(i + 1), NULL) != 0)
+            return P(-1);
+    stale_before.size = sizeof stale_before;
+    stale_after.size = sizeof stale_after;
+    void *v;
+    int rc = weft_pool_stats(stale_pool, &stale_before);
+    rc |= weft_await(c[0], &v); /* the oldest: run inline, entry left */
+    stale_sum = (intptr_t)v;
+    rc |= weft_pool_stats(stale_pool, &stale_after);
+    for (int i = 1; i < 3; i++) {
+        rc |= weft_await(c[i], &v);
+        stale_sum += (intptr_t)v;
+    }
+    return P(rc);
+}
+
+static void test_stale_entries(void **state)
+{
+    (void)state;
+    stale_pool = wt_pool(1);
+    weft_task *t;
+    void *v;
+    assert_int_equal(weft_spawn(&t, stale_pool, stale_parent, NULL, NULL), 0);
+    assert_int_equal(weft_sync_wait(t, &v), 0);
+    assert_int_equal((intptr_t)v, 0);
+    assert_int_equal(stale_sum, 1 + 2 + 3);
+    assert_int_equal(stale_before.local_queued, 3);
+    assert_int_equal(stale_before.stale_queued, 0);
+    assert_int_equal(stale_after.local_queued, 3);
+    assert_int_equal(stale_after.stale_queued, 1);
+    /* Four live records at least, in 64 KiB chunks. */
+    assert_true(stale_before.records_bytes >= 65536);
+    wt_destroy(stale_pool);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* The dump: running, runnable, an inline body, a cond re-lock          */
 
@@ -956,6 +1010,7 @@ int main(void)
         WT_TEST1(test_set_name),
         WT_TEST1(test_parked_by_reason),
         WT_TEST(test_counters),
+        WT_TEST1(test_stale_entries),
         WT_TEST1(test_dump_running_runnable),
         WT_TEST1(test_dump_inline_body),
         WT_TEST1(test_dump_cond_relock),
