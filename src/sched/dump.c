@@ -62,7 +62,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-
 /* ----------------------------------------------------- the snapshot */
 
 WEFT_RACY_READS uint64_t weft__observe_task_id(const void *p)
@@ -92,8 +91,9 @@ static void copy_name(char *dst, const char *src)
     dst[i] = '\0';
 }
 
-WEFT_RACY_READS bool weft__snap_take(struct weft_task *t, const weft_pool *pool,
-                                struct weft__snap *s, bool frames)
+WEFT_RACY_READS bool weft__snap_take(struct weft_task *t,
+                                     const weft_pool *pool,
+                                     struct weft__snap *s, bool frames)
 {
     if (!weft__task_record_live(t) || t->pool != pool)
         return false;
@@ -268,7 +268,8 @@ static int by_id(const void *a, const void *b)
 
 /* The records that look like live tasks of pool now, by id (a first,
  * lock-free pass: each is looked at again when it is printed). */
-WEFT_RACY_READS static struct found *find_tasks(const weft_pool *pool, size_t *n)
+WEFT_RACY_READS static struct found *find_tasks(const weft_pool *pool,
+                                                size_t *n)
 {
     size_t cap = 0, k = 0;
     struct found *all = NULL;

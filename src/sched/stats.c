@@ -26,13 +26,12 @@
 #define POOL_STATS_MIN sizeof(struct weft_pool_stats)
 #define WORKER_STATS_MIN sizeof(struct weft_worker_stats)
 
-
 /* A counter its worker is writing (sched/observe.h). */
 #define load(c) (*(const volatile uint64_t *)(c))
 
-WEFT_RACY_READS static void worker_stats(weft_pool *p, struct weft__worker *w,
-                                    uint64_t now,
-                         struct weft_worker_stats *o)
+WEFT_RACY_READS static void worker_stats(weft_pool *p,
+                                         struct weft__worker *w, uint64_t now,
+                                         struct weft_worker_stats *o)
 {
     struct weft__worker_stats *s = &w->stats;
     o->runs = load(&s->runs);
