@@ -79,48 +79,16 @@ static void *wait_on_doomed_fd(void *arg)
 }
 
 /* The races these two make on purpose (the fd taken from under a wait
- * that another thread is in) are what the run is about.
- * ThreadSanitizer, which treats an fd like memory, is told so by name
- * (tests/tsan.supp), and under it they are also left out of its race
- * detection: clang 14's runtime sometimes crashed (a CHECK in
- * ScopedReportBase::AddLocation) building the report of such a race,
- * before the suppression could apply. */
-#if defined(__SANITIZE_THREAD__)
-#define FD_RACES_IGNORED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FD_RACES_IGNORED 1
-#endif
-#endif
-#ifdef FD_RACES_IGNORED
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define RACE_BEGIN()                                                    \
-    (AnnotateIgnoreReadsBegin(__FILE__, __LINE__),                      \
-     AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
-#define RACE_END()                                                      \
-    (AnnotateIgnoreWritesEnd(__FILE__, __LINE__),                       \
-     AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
-#else
-#define RACE_BEGIN() ((void)0)
-#define RACE_END() ((void)0)
-#endif
-
+ * that another thread is in) are what the run is about; ThreadSanitizer,
+ * which treats an fd like memory, is told so by name (tests/tsan.supp). */
 __attribute__((noinline)) static void close_under_wait(int fd)
 {
-    RACE_BEGIN();
     close(fd);
-    RACE_END();
 }
 
 __attribute__((noinline)) static void dup2_under_wait(int from, int to)
 {
-    RACE_BEGIN();
-    int rc = dup2(from, to);
-    RACE_END();
-    CHECK_EQ(rc, to);
+    CHECK_EQ(dup2(from, to), to);
 }
 
 static void *round_task(void *arg)
@@ -184,14 +152,16 @@ static void *round_task(void *arg)
 
 int main(void)
 {
-#if defined(__clang__) && defined(FD_RACES_IGNORED)
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(thread_sanitizer)
     /* clang 14's ThreadSanitizer runtime crashes (a CHECK in
      * ScopedReportBase::AddLocation, from the epoll_ctl interceptor) on
-     * the fd-number reuse this run is made of, even with the test's own
-     * fd calls left out of its detection; gcc's runs it (scripts/dev
+     * the fd-number reuse this run is made of (also with the test's own
+     * fd calls left out of its detection); gcc's runs it (scripts/dev
      * test-tsan).  docs/testing.md lists this. */
     puts("stress_fd_reuse: skipped under clang's ThreadSanitizer");
     return 77;
+#endif
 #endif
     st_start("stress_fd_reuse", 240);
     rounds = st_scaled(ROUNDS);
