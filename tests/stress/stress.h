@@ -22,6 +22,7 @@
 #include <weft/pool.h>
 #include <weft/task.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -46,6 +47,9 @@
 __attribute__((unused)) static atomic_ulong st_progress;
 __attribute__((unused)) static const char *volatile st_phase = "start";
 __attribute__((unused)) static const char *st_name = "stress";
+/* Called by the watchdog before it aborts, to print what a test knows of
+ * its stall (a pool's internal state, say). */
+__attribute__((unused)) static void (*volatile st_on_stall)(void);
 
 #include "../check.h"
 
@@ -127,6 +131,44 @@ struct st_watchdog {
 
 static struct st_watchdog st_wd;
 
+/* For a stall report: each thread of the process, from /proc (its name,
+ * its state, and the system call it is in, with its arguments: under
+ * qemu-user these are the host threads that run the guest's). */
+__attribute__((unused)) static void st_print_threads(void)
+{
+    static const char *const files[] = {"comm", "stat", "syscall"};
+    char path[300], line[512];
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        if (e->d_name[0] == '.')
+            continue;
+        fprintf(stderr, "thread %s:", e->d_name);
+        for (unsigned i = 0; i < sizeof files / sizeof *files; i++) {
+            snprintf(path, sizeof path, "/proc/self/task/%s/%s", e->d_name,
+                     files[i]);
+            FILE *f = fopen(path, "r");
+            if (f && fgets(line, sizeof line, f)) {
+                line[strcspn(line, "\n")] = '\0';
+                /* Of stat, only the state: the field after "(comm) ". */
+                const char *shown = line;
+                char *close = i == 1 ? strrchr(line, ')') : NULL;
+                if (close && close[1] == ' ' && close[2]) {
+                    close[3] = '\0';
+                    shown = close + 2;
+                }
+                fprintf(stderr, " %s %s", files[i], shown);
+            }
+            if (f)
+                fclose(f);
+        }
+        fputc('\n', stderr);
+    }
+    closedir(dir);
+}
+
 static inline void *st_watchdog_thread(void *arg)
 {
     (void)arg;
@@ -145,6 +187,8 @@ static inline void *st_watchdog_thread(void *arg)
                     "\n%s: WATCHDOG: no progress for %d s in phase \"%s\" "
                     "(progress counter %lu): lost wakeup or deadlock\n",
                     st_name, STRESS_STALL_S, st_phase, cur);
+            if (st_on_stall)
+                st_on_stall();
             abort();
         }
         if (now - st_wd.t0 > (uint64_t)st_wd.total_s * 1000000000u) {
@@ -152,6 +196,8 @@ static inline void *st_watchdog_thread(void *arg)
                     "\n%s: WATCHDOG: over the %u s limit in phase \"%s\" "
                     "(progress counter %lu)\n",
                     st_name, st_wd.total_s, st_phase, cur);
+            if (st_on_stall)
+                st_on_stall();
             abort();
         }
     }

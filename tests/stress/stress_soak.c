@@ -108,15 +108,44 @@ static unsigned queued(void)
     return n;
 }
 
+/* The watchdog's report: the pool's shutdown state, and what each thread
+ * of the process is doing (its /proc entry: name, state, system call). */
+static void print_stall(void)
+{
+    fprintf(stderr,
+            "pool: destroying %u shutdown %u stop %u nidle %u nspinning %u "
+            "arrived outside %lld left outside %lld\n",
+            (unsigned)atomic_load(&pool->destroying),
+            (unsigned)atomic_load(&pool->shutdown),
+            (unsigned)atomic_load(&pool->stop),
+            (unsigned)atomic_load(&pool->nidle),
+            (unsigned)atomic_load(&pool->nspinning),
+            (long long)atomic_load(&pool->arrived_outside),
+            (long long)atomic_load(&pool->left_outside));
+    for (unsigned i = 0; i < pool->nworkers; i++) {
+        struct weft__worker *w = pool->workers[i];
+        fprintf(stderr,
+                "worker %u: idle %d spinning %d woken %d in_poll %d permit %u "
+                "arrived %lld left %lld\n",
+                i, w->idle, w->spinning, w->woken, w->in_poll,
+                (unsigned)atomic_load(&w->parker.permit),
+                (long long)atomic_load(&w->arrived),
+                (long long)atomic_load(&w->left));
+    }
+    st_print_threads();
+}
+
 int main(void)
 {
     st_start("stress_soak", 240);
+    st_on_stall = print_stall;
     long rounds = st_scaled(ROUNDS);
     weft_pool_opts o = {.threads = 2, .name = "soak",
                         .cache_bytes = CACHE_BYTES};
     REQUIRE_EQ(weft_pool_create(&pool, &o), 0);
     uint64_t t0 = st_now_ns();
     size_t peak = 0;
+    st_phase = "rounds";
     for (long r = 0; r < rounds; r++) {
         weft_task *t;
         REQUIRE_EQ(weft_spawn(&t, pool, round_body, NULL, NULL), 0);
@@ -139,6 +168,7 @@ int main(void)
      * within the bound: half of it for records, in whole 64 KiB chunks,
      * and one chunk more for each of the three threads (two workers and
      * this one) whose own cache of free records may keep one alive. */
+    st_phase = "idle trim";
     size_t bound = CACHE_BYTES / 2 + 64 * 1024 + 3 * 64 * 1024;
     uint64_t until = st_now_ns() + 5000000000ull;
     while (weft__records_bytes() > bound && st_now_ns() < until)
@@ -151,6 +181,8 @@ int main(void)
     REQUIRE(left <= bound);
     /* Stacks: half the bound, a page each. */
     REQUIRE(stacks <= CACHE_BYTES / 2 / weft__stack_guard());
+    st_phase = "destroy";
     REQUIRE_EQ(weft_pool_destroy(pool), 0);
+    st_phase = "finish";
     return st_finish();
 }
