@@ -7,8 +7,9 @@
  * record per spawn, often a million at once, and malloc costs several
  * times the rest of a spawn, so records are not malloc'ed one by one.
  *
- * A chunk is one aligned 64 KiB mapping (282 records), so the chunk of a
- * record is its address rounded down, and every chunk is on a list, so
+ * A chunk is an aligned 64 KiB block (282 records; its own mapping, or
+ * cut from a slab, below), so the chunk of a record is its address
+ * rounded down, and every chunk is on a list, so
  * that the records of a live program can be walked: leak checkers see
  * them as reachable, and the observers (task.h, "The observers' walk")
  * visit them under chunks_lock (weft__records_walk_begin).  The
@@ -84,27 +85,86 @@ static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
     return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
 }
 
-/* A chunk: mapped (not malloc'ed), so that a trim's munmap gives the
- * memory back for sure; twice its size, then cut to an aligned block. */
-static struct record_chunk *chunk_map(void)
+/* `size` bytes aligned to `align` (a power of two), mapped (not
+ * malloc'ed), so that a trim's munmap gives the memory back for sure:
+ * `align` more, then cut to the aligned block. */
+static char *map_aligned(size_t size, size_t align)
 {
-    char *m = weft__mmap(NULL, 2 * CHUNK_BYTES, PROT_READ | PROT_WRITE,
+    char *m = weft__mmap(NULL, size + align, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    char *at = (char *)(((uintptr_t)m + CHUNK_BYTES - 1) &
-                        ~(uintptr_t)(CHUNK_BYTES - 1));
+    char *at = (char *)(((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1));
     if (at > m)
         munmap(m, (size_t)(at - m));
-    size_t tail = (size_t)(m + 2 * CHUNK_BYTES - (at + CHUNK_BYTES));
+    size_t tail = (size_t)(m + size + align - (at + size));
     if (tail)
-        munmap(at + CHUNK_BYTES, tail);
-    return (struct record_chunk *)at;
+        munmap(at + size, tail);
+    return at;
+}
+
+/*
+ * Slabs.  A burst of a million spawns makes 3,500 chunks.  Mapped one by
+ * one, each cost three system calls, and its first touch (the set-up loop
+ * in from_chunk) 16 page faults: over a quarter of spawn-join's time
+ * (docs/performance.md, "Where a spawn's time goes").  So once the
+ * program holds SLAB_AFTER chunks, chunks are cut from a 2 MiB slab (one
+ * mapping), and every POPULATE_CHUNKS chunks the next ones are faulted in
+ * by one madvise(MADV_POPULATE_WRITE) (Linux 5.14; before, it fails and
+ * the first touch faults as before).  A window of 128 KiB: the kernel
+ * zeroes it just before the set-up loop writes it, so those writes hit
+ * the cache; populating a whole slab at once (or backing it with a huge
+ * page) zeroed 2 MiB ahead and was slower than no populating at all.
+ * A slab's chunks are chunks like any other: the trim unmaps each one on
+ * its own, and gives back the slab's part not yet cut, so an idle pool
+ * keeps no more than before.  Small programs never reach SLAB_AFTER and
+ * keep their 64 KiB steps.
+ */
+#define SLAB_BYTES ((size_t)2 * 1024 * 1024)
+#define SLAB_AFTER 8
+#define POPULATE_CHUNKS 2
+static char *slab_next, *slab_end; /* the current slab's uncut part;
+                                      under chunks_lock */
+static unsigned slab_cut;          /* chunks cut from it so far         */
+
+/* A chunk's memory; chunks_lock is held. */
+static struct record_chunk *chunk_map_locked(void)
+{
+    if (nchunks < SLAB_AFTER)
+        return (struct record_chunk *)map_aligned(CHUNK_BYTES, CHUNK_BYTES);
+    if (slab_next == slab_end) {
+        char *slab = map_aligned(SLAB_BYTES, CHUNK_BYTES);
+        if (!slab)
+            return (struct record_chunk *)map_aligned(CHUNK_BYTES,
+                                                      CHUNK_BYTES);
+        slab_next = slab;
+        slab_end = slab + SLAB_BYTES;
+        slab_cut = 0;
+    }
+    struct record_chunk *c = (struct record_chunk *)slab_next;
+#ifdef MADV_POPULATE_WRITE
+    if (slab_cut % POPULATE_CHUNKS == 0)
+        (void)madvise(c, POPULATE_CHUNKS * CHUNK_BYTES, MADV_POPULATE_WRITE);
+#endif
+    slab_cut++;
+    slab_next += CHUNK_BYTES;
+    return c;
+}
+
+/* The trim's: the current slab's uncut part goes back; chunks_lock is
+ * held. */
+static void slab_drop_locked(void)
+{
+    if (slab_next != slab_end)
+        munmap(slab_next, (size_t)(slab_end - slab_next));
+    slab_next = slab_end = NULL;
 }
 
 static __attribute__((noinline)) struct weft_task *from_chunk(void)
 {
-    struct record_chunk *chunk = chunk_map();
+    pthread_mutex_lock(&chunks_lock);
+    struct record_chunk *chunk = chunk_map_locked();
+    pthread_mutex_unlock(&chunks_lock);
     if (!chunk)
         return NULL;
     chunk->free_seen = 0;
@@ -118,6 +178,7 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         weft__spin_init(&chunk->records[i].wait_lock);
         weft__record_free(&chunk->records[i]);
     }
+    /* Listed once set up, for the observers' walk. */
     pthread_mutex_lock(&chunks_lock);
     chunk->prev = NULL;
     chunk->next = chunks;
@@ -185,6 +246,7 @@ size_t weft__records_trim(size_t keep)
             doomed = c;
         }
     }
+    slab_drop_locked();
     pthread_mutex_unlock(&chunks_lock);
     /* 3. The depot keeps the records of the chunks that stay.  (The list
      * runs through the records, so the doomed chunks go only after.) */
