@@ -10,6 +10,7 @@ void weft__runq_init(struct weft__runq *q)
 {
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
+    q->top_seen = 0;
     for (unsigned i = 0; i < WEFT__RUNQ_SIZE; i++)
         atomic_init(&q->slot[i], NULL);
 }
@@ -17,11 +18,14 @@ void weft__runq_init(struct weft__runq *q)
 bool weft__runq_push(struct weft__runq *q, struct weft_task *t)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
-    /* Acquire: a thief's CAS of top (it read the slot) happens before we
-     * reuse that slot. */
-    uint32_t tp = atomic_load_explicit(&q->top, memory_order_acquire);
-    if ((int32_t)(b - tp) >= (int32_t)WEFT__RUNQ_SIZE)
-        return false;
+    if ((int32_t)(b - q->top_seen) >= (int32_t)WEFT__RUNQ_SIZE) {
+        /* Full as far as we know: look again.  Acquire: a thief's CAS of
+         * top (it read the slot) happens before we reuse that slot, now
+         * and in the pushes that use this value later (runq.h). */
+        q->top_seen = atomic_load_explicit(&q->top, memory_order_acquire);
+        if ((int32_t)(b - q->top_seen) >= (int32_t)WEFT__RUNQ_SIZE)
+            return false;
+    }
     atomic_store_explicit(&q->slot[b & MASK], t, memory_order_relaxed);
     /* Release: a thief that reads the new bottom reads the slot. */
     atomic_store_explicit(&q->bottom, b + 1, memory_order_release);

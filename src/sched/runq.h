@@ -15,7 +15,9 @@
  *   -------------+-----------------+----------------------------------------
  *   push         | owner only      | slot store, then release store of
  *                |                 | bottom: a thief that sees the new
- *                |                 | bottom sees the slot
+ *                |                 | bottom sees the slot; top read
+ *                |                 | (acquire) only when the top read
+ *                |                 | last says the ring is full
  *   pop          | owner only      | seq_cst store of bottom-1, seq_cst
  *                |                 | read of top; a CAS on top only for the
  *                |                 | last element, which a thief may take
@@ -43,8 +45,15 @@
  * A slot is never overwritten while a thief may still read it: a push into
  * slot i (mod size) needs bottom - top < size, so the element a thief could
  * be reading at top has been taken (top moved) before its slot is reused,
- * and then that thief's CAS fails.  Indices are free-running 32-bit
- * counters compared by signed difference.
+ * and then that thief's CAS fails.  The top that push compares with is
+ * top_seen, the value of the owner's last acquire load of top: top only
+ * grows, so top_seen is never above it, and bottom - top_seen < size
+ * implies bottom - top < size; the CAS that moved top past the slot's
+ * previous element happened before that acquire load, which comes before
+ * the push.  So a push reads top, a line the thieves' CASes keep taking
+ * from the owner's core, once per ring's worth of steals instead of once
+ * per push.  Indices are free-running 32-bit counters compared by signed
+ * difference.
  */
 #ifndef WEFT_RUNQ_H
 #define WEFT_RUNQ_H
@@ -65,6 +74,7 @@ struct weft_task;
 struct weft__runq {
     _Alignas(64) _Atomic uint32_t top;     /* oldest; CAS by thieves   */
     _Alignas(64) _Atomic uint32_t bottom;  /* next free; owner writes  */
+    uint32_t top_seen;                     /* owner only: a top it read */
     _Atomic(struct weft_task *) slot[WEFT__RUNQ_SIZE];
 };
 
