@@ -110,16 +110,22 @@ static bool expired(const entry *e, uint64_t now)
     return e->expires_ns != 0 && e->expires_ns <= now;
 }
 
+static uint64_t now_ns(void)
+{
+    return serve_now_ns();
+}
+
 /* The link that points at key's entry (or at the NULL where it would go).
- * With the shard locked.  An expired entry found on the way is freed. */
-static entry **find(shard *s, uint64_t h, const char *k, size_t klen,
-                    uint64_t now)
+ * With the shard locked.  An expired entry found on the way is freed.
+ * The clock is read only for an entry with an expiry: most are without,
+ * and a clock read per command was 4% of the server's time at -P 1. */
+static entry **find(shard *s, uint64_t h, const char *k, size_t klen)
 {
     entry **link = &s->buckets[h & (s->nbuckets - 1)];
     while (*link != NULL) {
         entry *e = *link;
         if (e->hash == h && e->klen == klen && memcmp(e->data, k, klen) == 0) {
-            if (!expired(e, now))
+            if (e->expires_ns == 0 || !expired(e, now_ns()))
                 return link;
             *link = e->next;
             free(e);
@@ -286,10 +292,6 @@ static void reply_wrong_args(kv_conn *c, const char *name)
 
 /* ================================================================ commands */
 
-static uint64_t now_ns(void)
-{
-    return serve_now_ns();
-}
 
 static bool arg_is(const kv_conn *c, size_t i, const char *word)
 {
@@ -327,7 +329,7 @@ static bool set_one(const char *k, size_t klen, const char *v, size_t vlen,
     if (e == NULL)
         return false;
     weft_mutex_lock(&s->lock);
-    entry **link = find(s, h, k, klen, now_ns());
+    entry **link = find(s, h, k, klen);
     bool exists = *link != NULL;
     /* only: 0 always, 1 NX (only if absent), 2 XX (only if present) */
     *done = only == 0 || (only == 1 && !exists) || (only == 2 && exists);
@@ -395,7 +397,7 @@ static void get_one(kv_conn *c, const char *k, size_t klen)
     uint64_t h = hash_key(k, klen);
     shard *s = shard_of(h);
     weft_mutex_lock(&s->lock);
-    entry *e = *find(s, h, k, klen, now_ns());
+    entry *e = *find(s, h, k, klen);
     if (e != NULL)
         reply_bulk(c, e->data + e->klen, e->vlen); /* copied under the lock */
     else
@@ -423,7 +425,7 @@ static void count_keys(kv_conn *c, const char *name, bool remove)
         uint64_t h = hash_key(c->a.argv[i], c->a.argl[i]);
         shard *s = shard_of(h);
         weft_mutex_lock(&s->lock);
-        entry **link = find(s, h, c->a.argv[i], c->a.argl[i], now_ns());
+        entry **link = find(s, h, c->a.argv[i], c->a.argl[i]);
         entry *e = *link;
         if (e != NULL) {
             n++;
@@ -451,7 +453,7 @@ static void cmd_incr(kv_conn *c)
     /* The new entry is made under the lock: its value depends on the old
      * one.  A malloc is short next to what contention would cost. */
     weft_mutex_lock(&s->lock);
-    entry **link = find(s, h, k, klen, now_ns());
+    entry **link = find(s, h, k, klen);
     long long v = 0;
     if (*link != NULL &&
         !resp_parse_ll((*link)->data + (*link)->klen, (*link)->vlen, &v)) {
