@@ -331,16 +331,29 @@ static void wake_if_needed(weft_pool *p)
         wakep(p);
 }
 
-/* The deque is full: move its older half, and t, to the global queue. */
+/* The deque is full: move its older half, and t, to the global queue.
+ * In one batch: one CAS takes the half (runq.h, take_oldest), a queue of
+ * our own links it (exchanges on a line no other thread touches) and one
+ * splice appends it (one exchange on the global queue's tail).  One by
+ * one, a steal's CAS on top and an enqueue on the shared tail per task
+ * were 5-20% of a million-task spawn-join. */
 static void overflow(struct weft__worker *w, struct weft_task *t)
 {
-    for (unsigned i = 0; i < WEFT__RUNQ_SIZE / 2; i++) {
-        struct weft_task *old = weft__runq_steal(&w->q);
-        if (!old)
-            break;
-        inject(w->pool, old);
+    struct __cds_wfcq_head head;
+    struct cds_wfcq_tail tail;
+    __cds_wfcq_init(&head, &tail);
+    uint32_t from;
+    uint32_t n = weft__runq_take_oldest(&w->q, WEFT__RUNQ_SIZE / 2, &from);
+    for (uint32_t i = 0; i < n; i++) {
+        struct weft_task *old = weft__runq_at(&w->q, from + i);
+        cds_wfcq_node_init(&old->qnode);
+        cds_wfcq_enqueue(&head, &tail, &old->qnode);
     }
-    inject(w->pool, t);
+    cds_wfcq_node_init(&t->qnode);
+    cds_wfcq_enqueue(&head, &tail, &t->qnode);
+    /* An exchange inside: the submitter's barrier (see the top). */
+    __cds_wfcq_splice_blocking(&w->pool->inject_head, &w->pool->inject_tail,
+                               &head, &tail);
 }
 
 /* Owner: push t on the local deque, spilling to the global queue. */

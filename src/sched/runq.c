@@ -72,6 +72,29 @@ bool weft__runq_drop_bottom(struct weft__runq *q, uint32_t k)
     return false;
 }
 
+uint32_t weft__runq_take_oldest(struct weft__runq *q, uint32_t max,
+                                uint32_t *from)
+{
+    /* Only we write bottom. */
+    uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
+    uint32_t tp = atomic_load_explicit(&q->top, memory_order_seq_cst);
+    for (;;) {
+        int32_t n = (int32_t)(b - tp);
+        if (n <= 0)
+            return 0;
+        if ((uint32_t)n > max)
+            n = (int32_t)max;
+        /* seq_cst as steal's; a failed CAS reloads tp (a thief took one). */
+        if (atomic_compare_exchange_strong_explicit(
+                &q->top, &tp, tp + (uint32_t)n, memory_order_seq_cst,
+                memory_order_seq_cst)) {
+            q->top_seen = tp + (uint32_t)n;
+            *from = tp;
+            return (uint32_t)n;
+        }
+    }
+}
+
 struct weft_task *weft__runq_steal(struct weft__runq *q)
 {
     /* seq_cst: ordered with the owner's pop (see there); and acquire,

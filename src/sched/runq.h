@@ -23,6 +23,8 @@
  *                |                 | last element, which a thief may take
  *   steal        | anyone          | seq_cst reads of top then bottom, read
  *                |                 | the slot, CAS top (one element)
+ *   take_oldest  | owner only      | steal's read of top and CAS, for up
+ *                |                 | to k elements, all below bottom
  *   drop_bottom  | owner only      | pop's seq_cst store of bottom-k and
  *                |                 | read of top, once for k elements;
  *                |                 | only if k < bottom - top (no CAS)
@@ -40,7 +42,12 @@
  * one whose read comes before read a top no larger than the owner's read,
  * which is below bottom - k, so it targets an element the owner keeps.
  * When that cannot be shown (k reaches down to top) the owner restores
- * bottom and takes nothing.
+ * bottom and takes nothing.  take_oldest moves top by k at once, which a
+ * thief may not do (its range could reach the element a concurrent pop
+ * takes without a CAS); the owner may, as it is not popping meanwhile: its
+ * CAS and a thief's CAS of the same top exclude each other, and a thief
+ * that comes after reads the new top.  The taken slots keep their entries
+ * until the owner pushes again.
  *
  * A slot is never overwritten while a thief may still read it: a push into
  * slot i (mod size) needs bottom - top < size, so the element a thief could
@@ -89,6 +96,21 @@ struct weft_task *weft__runq_pop(struct weft__runq *q);
 
 /* Anyone: the oldest task, or NULL if empty or lost to another taker. */
 struct weft_task *weft__runq_steal(struct weft__runq *q);
+
+/* Owner: take up to max of the oldest entries with one CAS on top; how
+ * many (0 if empty), the first at index *from.  The caller reads them with
+ * weft__runq_at(q, *from + i) before its next push, which may reuse
+ * their slots. */
+uint32_t weft__runq_take_oldest(struct weft__runq *q, uint32_t max,
+                                uint32_t *from);
+
+/* Owner: the entry at index i (of an earlier take_oldest). */
+static inline struct weft_task *weft__runq_at(struct weft__runq *q,
+                                              uint32_t i)
+{
+    return atomic_load_explicit(&q->slot[i & (WEFT__RUNQ_SIZE - 1)],
+                                memory_order_relaxed);
+}
 
 /* Owner: remove the k newest entries (the caller has looked at them with
  * peek_below), if no thief can be taking one of them; false, with

@@ -5,8 +5,8 @@
  *
  * The entries are addresses of this test's items (the deque stores
  * pointers and never follows them).  The owner pushes items in order;
- * when the ring is full it moves half of it out with steal (as the pool
- * spills to its global queue); between pushes it pops, or peeks at the k
+ * when the ring is full it takes the older half with take_oldest (as the
+ * pool spills to its global queue); between pushes it pops, or peeks at the k
  * newest and drops them with drop_bottom, at random, each mix in its own
  * phase: mostly pushes (the ring full, push's cached top read again and
  * again), as many pops as pushes (the ring near empty, where pop and a
@@ -82,12 +82,12 @@ static void own(size_t from, size_t to, enum mix mix)
 {
     for (size_t i = from; i < to; i++) {
         while (!weft__runq_push(&q, entry(i))) {
-            /* Full: move half out, as the pool's spill does. */
-            for (unsigned k = 0; k < WEFT__RUNQ_SIZE / 2; k++) {
-                struct weft_task *t = weft__runq_steal(&q);
-                if (t)
-                    take(t);
-            }
+            /* Full: move the older half out with one CAS, as the pool's
+             * spill does (sched/pool.c, overflow). */
+            uint32_t from;
+            uint32_t n = weft__runq_take_oldest(&q, WEFT__RUNQ_SIZE / 2, &from);
+            for (uint32_t k = 0; k < n; k++)
+                take(weft__runq_at(&q, from + k));
         }
         unsigned r = rand_below(16);
         if (mix == POPS && r < 15) {
