@@ -162,12 +162,15 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     if (err)
         return err;
 
-    /* The record goes at the top of the stack.  Successive coroutines put
-     * it (and so their stack top) 0..7 cache lines lower, so that identical
-     * stacks do not all map their hot frames to the same cache sets. */
+    /* The record goes at the top of the stack, below the name's buffer.
+     * Successive coroutines put it (and so their stack top) 0..7 cache
+     * lines lower, so that identical stacks do not all map their hot
+     * frames to the same cache sets. */
     char *top = (char *)weft__stack_top(&stack) - (stagger++ % 8) * 64;
-    struct weft_coro *co = (struct weft_coro *)(top - sizeof *co);
+    struct weft_coro *co =
+        (struct weft_coro *)(top - WEFT__CORO_NAME_MAX - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
+    char *name_buf = (char *)(co + 1);
     weft__san_fiber_new(&co->san, &stack);
 
     /* Every field is set here: no memset on the create path. */
@@ -179,10 +182,10 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     atomic_init(&co->id, weft__id_new());
     co->name = "coro";
     if (opts && opts->name) {
-        size_t n = strnlen(opts->name, sizeof co->name_buf - 1);
-        memcpy(co->name_buf, opts->name, n);
-        co->name_buf[n] = '\0';
-        co->name = co->name_buf;
+        size_t n = strnlen(opts->name, WEFT__CORO_NAME_MAX - 1);
+        memcpy(name_buf, opts->name, n);
+        name_buf[n] = '\0';
+        co->name = name_buf;
     }
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);

@@ -51,8 +51,12 @@ struct weft_coro {
     weft_fn fn;
     uint32_t started;         /* body entered (published by the state CAS) */
     weft__stack stack;
-    const char *name;         /* name_buf, or a static default            */
-    char name_buf[WEFT__CORO_NAME_MAX];
+    /* A static default, or a buffer of WEFT__CORO_NAME_MAX bytes that
+     * lives as long as the record: above the record on a standalone
+     * coroutine's stack (coro.c), in the record's chunk for a task
+     * (sched/records.c), out of the record, so that a record that is
+     * never named never touches it. */
+    const char *name;
     struct weft__san_fiber san; /* for the sanitizers (sanitizer.h)      */
 };
 

@@ -42,10 +42,19 @@ struct record_chunk {
     size_t free_seen;                 /* the trim's count               */
     _Alignas(16) struct weft_task records[];
 };
+/* Each record has a name buffer of WEFT__CORO_NAME_MAX bytes at the end
+ * of its chunk, not in the record: only a named task writes its own, so
+ * the chunk's last pages are never touched (nor faulted in) while its
+ * tasks have no names, and a record stays 3.5 cache lines, not 4. */
 #define PER_CHUNK                                                           \
     ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
-     sizeof(struct weft_task))
+     (sizeof(struct weft_task) + WEFT__CORO_NAME_MAX))
+#define RECORDS_END                                                         \
+    (offsetof(struct record_chunk, records) +                               \
+     PER_CHUNK * sizeof(struct weft_task))
+#define NAMES_AT (CHUNK_BYTES - PER_CHUNK * WEFT__CORO_NAME_MAX)
 _Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
+_Static_assert(RECORDS_END <= NAMES_AT, "names after the records");
 
 static struct weft__cache records = WEFT__CACHE_INIT(CACHE_MAX, BATCH, 0, NULL);
 static __thread struct weft__cache_local records_local
@@ -83,6 +92,13 @@ static inline struct weft_task *task_of_node(struct weft__cache_node *n)
 static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
 {
     return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
+}
+
+char *weft__record_name_buf(struct weft_task *t)
+{
+    struct record_chunk *c = chunk_of(node_of(t));
+    return (char *)c + NAMES_AT +
+           (size_t)(t - c->records) * WEFT__CORO_NAME_MAX;
 }
 
 /* `size` bytes aligned to `align` (a power of two), mapped (not
@@ -123,6 +139,7 @@ static char *map_aligned(size_t size, size_t align)
 #define SLAB_BYTES ((size_t)2 * 1024 * 1024)
 #define SLAB_AFTER 8
 #define POPULATE_CHUNKS 2
+#define PAGE ((size_t)4096) /* a multiple of the page size would do */
 static char *slab_next, *slab_end; /* the current slab's uncut part;
                                       under chunks_lock */
 static unsigned slab_cut;          /* chunks cut from it so far         */
@@ -143,8 +160,12 @@ static struct record_chunk *chunk_map_locked(void)
     }
     struct record_chunk *c = (struct record_chunk *)slab_next;
 #ifdef MADV_POPULATE_WRITE
+    /* Each chunk's records, not its names. */
     if (slab_cut % POPULATE_CHUNKS == 0)
-        (void)madvise(c, POPULATE_CHUNKS * CHUNK_BYTES, MADV_POPULATE_WRITE);
+        for (unsigned i = 0; i < POPULATE_CHUNKS; i++)
+            (void)madvise((char *)c + i * CHUNK_BYTES,
+                          (RECORDS_END + PAGE - 1) & ~(PAGE - 1),
+                          MADV_POPULATE_WRITE);
 #endif
     slab_cut++;
     slab_next += CHUNK_BYTES;

@@ -24,6 +24,8 @@ WEFT_OPAQUE struct weft__sched_thread *weft__sched_fresh(void)
 }
 
 /* Validate opts: 0 or -EINVAL.  *stack gets the stack size asked for. */
+_Static_assert(WEFT_STACK_MAX <= UINT32_MAX, "a stack size fits 32 bits");
+
 static int check_opts(const weft_task_opts *opts, size_t *stack)
 {
     *stack = 0;
@@ -45,7 +47,7 @@ static __attribute__((noinline)) void trace_made(struct weft_task *t)
                 self ? atomic_load_explicit(&weft__task_body(self)->co.id,
                                             memory_order_relaxed)
                      : 0);
-    if (t->co.name == t->co.name_buf)
+    if (t->co.name == weft__record_name_buf(t))
         weft__trace_name(id, t->co.name);
 }
 
@@ -69,10 +71,11 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->co.stack.map = NULL;
     t->co.name = "task";
     if (name) {
-        size_t n = strnlen(name, sizeof t->co.name_buf - 1);
-        memcpy(t->co.name_buf, name, n);
-        t->co.name_buf[n] = '\0';
-        t->co.name = t->co.name_buf;
+        char *buf = weft__record_name_buf(t);
+        size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        t->co.name = buf;
     }
     /* Atomic stores, not atomic_init: await's look at the bottom of its
      * deque (await.c, is_complete) may read the state of a record that a
@@ -85,7 +88,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->driver = NULL;
     t->arg = arg;
     t->result = NULL;
-    t->stack_size = stack_size;
+    t->stack_size = (uint32_t)stack_size; /* at most WEFT_STACK_MAX */
     t->link = NULL;
     t->spawned_on = NULL;
     t->inlined = NULL;
@@ -205,10 +208,11 @@ WEFT_EXPORT int weft_task_set_name(const char *name)
     struct weft_task *t = weft__task_body(self);
     /* Under wait_lock: the dump copies the name under it (dump.c). */
     weft__spin_lock(&t->wait_lock);
-    size_t n = strnlen(name, sizeof t->co.name_buf - 1);
-    memmove(t->co.name_buf, name, n);
-    t->co.name_buf[n] = '\0';
-    t->co.name = t->co.name_buf;
+    char *buf = weft__record_name_buf(t);
+    size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
+    memmove(buf, name, n);
+    buf[n] = '\0';
+    t->co.name = buf;
     weft__spin_unlock(&t->wait_lock);
     if (weft__trace_on())
         weft__trace_name(atomic_load_explicit(&t->co.id, memory_order_relaxed),

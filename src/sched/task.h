@@ -80,7 +80,6 @@ struct weft_task {
     struct weft__driver *driver;  /* the sync_wait thread it belongs to   */
     void *arg;
     void *result;
-    size_t stack_size;            /* 0: the pool's (or the default)       */
     /* In at most one list at a time: a driver's queue, a worker's yielded
      * FIFO (both hold a SCHEDULED task), or a free list of records. */
     struct weft_task *link;
@@ -97,6 +96,9 @@ struct weft_task {
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */
+    /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
+     * beside the flags, where it costs the record nothing. */
+    uint32_t stack_size;
     /* For the observers (sched/observe.h), who read them racily: the
      * worker that ran it last (set by the scheduler loop that found it,
      * and by a continuation's switch; stale for a task run elsewhere
@@ -235,6 +237,8 @@ size_t weft__task_declared_stack(const struct weft_task *t,
 struct weft_task *weft__record_alloc(void);
 /* Back to this thread's cache. */
 void weft__record_free(struct weft_task *t);
+/* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
+char *weft__record_name_buf(struct weft_task *t);
 /* The calling thread's cached records go to the global depot. */
 void weft__records_spill(void);
 /* Give the chunks whose records are all free back to the system, but for
