@@ -7,10 +7,10 @@
  * record per spawn, often a million at once, and malloc costs several
  * times the rest of a spawn, so records are not malloc'ed one by one.
  *
- * A chunk is an aligned 64 KiB block (282 records; its own mapping, or
+ * A chunk is an aligned 64 KiB block (264 records; its own mapping, or
  * cut from a slab, below), so the chunk of a record is its address
- * rounded down, and every chunk is on a list, so
- * that the records of a live program can be walked: leak checkers see
+ * rounded down, and every chunk is on a list, so that the records of a
+ * live program can be walked: leak checkers see
  * them as reachable, and the observers (task.h, "The observers' walk")
  * visit them under chunks_lock (weft__records_walk_begin).  The
  * observers tell a live record by its co.flags, which task.c's task_new
