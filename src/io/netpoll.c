@@ -56,6 +56,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/storeload.h"
 #include "sched/worker.h"
 
 #include <errno.h>
@@ -109,7 +110,7 @@ static bool np_take(struct weft__poller *p)
         return false;
     if (!try_take(np)) {
         /* Step 1 at the top: say so, then look again. */
-        atomic_store_explicit(&np->missed, 1, memory_order_seq_cst);
+        weft__storeload_store(&np->missed, 1);
         if (!try_take(np))
             return false;
     }
@@ -119,7 +120,7 @@ static bool np_take(struct weft__poller *p)
 
 static void give_up(struct weft__netpoll *np)
 {
-    atomic_store_explicit(&np->polling, 0, memory_order_seq_cst);
+    weft__storeload_store(&np->polling, 0);
     if (atomic_load_explicit(&np->missed, memory_order_seq_cst) &&
         atomic_exchange_explicit(&np->missed, 0, memory_order_seq_cst))
         weft__pool_kick(np->pool);

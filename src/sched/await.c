@@ -47,6 +47,7 @@
 #include "sched/task.h"
 
 #include "base/compiler.h"
+#include "base/storeload.h"
 #include "sched/wait.h"
 #include "sched/worker.h"
 
@@ -279,8 +280,9 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
     t->driver = self->driver;
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
-    /* seq_cst: see the top (await versus cancel). */
-    atomic_store_explicit(&t->waiter, (uintptr_t)self, memory_order_seq_cst);
+    /* seq_cst, an exchange (base/storeload.h): see the top (await versus
+     * cancel). */
+    weft__storeload_store(&t->waiter, (uintptr_t)self);
     /* Nobody else knows t yet (we hold the handle): a plain store. */
     uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
     atomic_store_explicit(&t->state,

@@ -4,6 +4,8 @@
  */
 #include "sched/runq.h"
 
+#include "base/storeload.h"
+
 #define MASK (WEFT__RUNQ_SIZE - 1)
 
 void weft__runq_init(struct weft__runq *q)
@@ -35,10 +37,11 @@ bool weft__runq_push(struct weft__runq *q, struct weft_task *t)
 struct weft_task *weft__runq_pop(struct weft__runq *q)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed) - 1;
-    /* StoreLoad: thieves see the smaller bottom, or we see their top.  A
-     * seq_cst store and load rather than a fence: the same instructions on
-     * x86 (a locked exchange), and ThreadSanitizer models them. */
-    atomic_store_explicit(&q->bottom, b, memory_order_seq_cst);
+    /* StoreLoad: thieves see the smaller bottom, or we see their top.  An
+     * exchange and a seq_cst load rather than a fence: on x86 the same
+     * instructions as a seq_cst store (a locked exchange), ThreadSanitizer
+     * models them, and qemu keeps their order (base/storeload.h). */
+    weft__storeload_store(&q->bottom, b);
     uint32_t tp = atomic_load_explicit(&q->top, memory_order_seq_cst);
     if ((int32_t)(b - tp) < 0) {
         atomic_store_explicit(&q->bottom, b + 1, memory_order_relaxed);
@@ -62,7 +65,7 @@ bool weft__runq_drop_bottom(struct weft__runq *q, uint32_t k)
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
     uint32_t nb = b - k;
     /* pop's StoreLoad, once for all k. */
-    atomic_store_explicit(&q->bottom, nb, memory_order_seq_cst);
+    weft__storeload_store(&q->bottom, nb);
     uint32_t tp = atomic_load_explicit(&q->top, memory_order_seq_cst);
     if ((int32_t)(nb - tp) > 0)
         return true;

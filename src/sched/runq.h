@@ -18,14 +18,15 @@
  *                |                 | bottom sees the slot; top read
  *                |                 | (acquire) only when the top read
  *                |                 | last says the ring is full
- *   pop          | owner only      | seq_cst store of bottom-1, seq_cst
- *                |                 | read of top; a CAS on top only for the
+ *   pop          | owner only      | seq_cst exchange of bottom-1 (the
+ *                |                 | store, StoreLoad-safe), seq_cst read
+ *                |                 | of top; a CAS on top only for the
  *                |                 | last element, which a thief may take
  *   steal        | anyone          | seq_cst reads of top then bottom, read
  *                |                 | the slot, CAS top (one element)
  *   take_oldest  | owner only      | steal's read of top and CAS, for up
  *                |                 | to k elements, all below bottom
- *   drop_bottom  | owner only      | pop's seq_cst store of bottom-k and
+ *   drop_bottom  | owner only      | pop's exchange of bottom-k and
  *                |                 | read of top, once for k elements;
  *                |                 | only if k < bottom - top (no CAS)
  *   peek_bottom  | owner only      | a plain look at the newest slot
@@ -35,7 +36,7 @@
  * owner stores bottom then reads top, the thief reads top then bottom and
  * CASes top, all seq_cst, so in their single total order at least one side
  * sees the other's change.  (The paper's fences are written as seq_cst
- * accesses: the same instructions on x86, and ThreadSanitizer models them.)  When
+ * accesses, the owner's store as an exchange: base/storeload.h.)  When
  * exactly one element is left both CAS top, and one CAS fails.
  * drop_bottom takes the k newest at once by the same argument: a thief
  * whose read of top follows the owner's store of bottom - k sees it, and

@@ -6,6 +6,7 @@
 #include "sched/task.h"
 
 #include "base/compiler.h"
+#include "base/storeload.h"
 #include "base/ident.h"
 #include "sched/observe.h"
 #include "sched/wait.h"
@@ -172,9 +173,10 @@ WEFT_EXPORT int weft_task_cancel(weft_task *t)
     if (weft__task_lifecycle(atomic_load_explicit(
             &t->state, memory_order_acquire)) == WEFT__T_COMPLETE)
         return 0;
-    /* seq_cst: against an await entering t's waiter slot (await.c); other
-     * blocking points read the flag under wait_lock (wait.c). */
-    atomic_store_explicit(&t->cancelled, 1, memory_order_seq_cst);
+    /* seq_cst, an exchange (base/storeload.h): against an await entering
+     * t's waiter slot (await.c); other blocking points read the flag
+     * under wait_lock (wait.c). */
+    weft__storeload_store(&t->cancelled, 1);
     weft__spin_lock(&t->wait_lock);
     if (t->cur_wait)
         weft__wait_cancel(t->cur_wait);

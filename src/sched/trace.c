@@ -44,6 +44,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/storeload.h"
 #include "sched/observe.h"
 #include "sched/task.h"
 
@@ -166,7 +167,7 @@ static struct buffer *append_begin(void)
     struct buffer *b = buffer();
     if (!b)
         return NULL;
-    atomic_store_explicit(&b->busy, 1, memory_order_seq_cst);
+    weft__storeload_store(&b->busy, 1);
     if (!__atomic_load_n(&weft__tracing, __ATOMIC_SEQ_CST)) {
         atomic_store_explicit(&b->busy, 0, memory_order_release);
         return NULL;
@@ -548,7 +549,9 @@ WEFT_EXPORT int weft_trace_stop(void)
         pthread_mutex_unlock(&list_lock);
         return -ESRCH;
     }
-    __atomic_store_n(&weft__tracing, 0, __ATOMIC_SEQ_CST);
+    /* An exchange, not a store: base/storeload.h (weft__tracing is a plain
+     * int, which the C11 exchange does not take). */
+    (void)__atomic_exchange_n(&weft__tracing, 0, __ATOMIC_SEQ_CST);
     for (struct buffer *b = buffers; b; b = b->next) {
         unsigned spins = 0;
         while (atomic_load_explicit(&b->busy, memory_order_seq_cst))
