@@ -45,7 +45,7 @@ struct record_chunk {
 /* Each record has a name buffer of WEFT__CORO_NAME_MAX bytes at the end
  * of its chunk, not in the record: only a named task writes its own, so
  * the chunk's last pages are never touched (nor faulted in) while its
- * tasks have no names, and a record stays 3.5 cache lines, not 4. */
+ * tasks have no names, and a record is 216 bytes, not 248. */
 #define PER_CHUNK                                                           \
     ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
      (sizeof(struct weft_task) + WEFT__CORO_NAME_MAX))
@@ -125,12 +125,13 @@ static char *map_aligned(size_t size, size_t align)
  * in from_chunk) 16 page faults: over a quarter of spawn-join's time
  * (docs/performance.md, "Where a spawn's time goes").  So once the
  * program holds SLAB_AFTER chunks, chunks are cut from a 2 MiB slab (one
- * mapping), and every POPULATE_CHUNKS chunks the next ones are faulted in
- * by one madvise(MADV_POPULATE_WRITE) (Linux 5.14; before, it fails and
- * the first touch faults as before).  A window of 128 KiB: the kernel
- * zeroes it just before the set-up loop writes it, so those writes hit
- * the cache; populating a whole slab at once (or backing it with a huge
- * page) zeroed 2 MiB ahead and was slower than no populating at all.
+ * mapping), and every POPULATE_CHUNKS chunks the records of the next ones
+ * (not their names) are faulted in by madvise(MADV_POPULATE_WRITE) (Linux
+ * 5.14; before, it fails and the first touch faults as before).  Two
+ * chunks, about 112 KiB: the kernel zeroes them just before the set-up
+ * loop writes them, so those writes hit the cache; populating a whole
+ * slab at once (or backing it with a huge page) zeroed 2 MiB ahead and
+ * was slower than no populating at all.
  * A slab's chunks are chunks like any other: the trim unmaps each one on
  * its own, and gives back the slab's part not yet cut, so an idle pool
  * keeps no more than before.  Small programs never reach SLAB_AFTER and
@@ -139,7 +140,6 @@ static char *map_aligned(size_t size, size_t align)
 #define SLAB_BYTES ((size_t)2 * 1024 * 1024)
 #define SLAB_AFTER 8
 #define POPULATE_CHUNKS 2
-#define PAGE ((size_t)4096) /* a multiple of the page size would do */
 static char *slab_next, *slab_end; /* the current slab's uncut part;
                                       under chunks_lock */
 static unsigned slab_cut;          /* chunks cut from it so far         */
@@ -149,6 +149,12 @@ static struct record_chunk *chunk_map_locked(void)
 {
     if (nchunks < SLAB_AFTER)
         return (struct record_chunk *)map_aligned(CHUNK_BYTES, CHUNK_BYTES);
+#ifdef WEFT_FAULT_INJECTION
+    /* Out of memory: no room in a slab either (as no cached record,
+     * base/cache.h). */
+    if (weft__fault_failing_all())
+        return NULL;
+#endif
     if (slab_next == slab_end) {
         char *slab = map_aligned(SLAB_BYTES, CHUNK_BYTES);
         if (!slab)
@@ -160,11 +166,11 @@ static struct record_chunk *chunk_map_locked(void)
     }
     struct record_chunk *c = (struct record_chunk *)slab_next;
 #ifdef MADV_POPULATE_WRITE
-    /* Each chunk's records, not its names. */
+    /* Each chunk's records, not its names (the kernel rounds the length
+     * up to its page). */
     if (slab_cut % POPULATE_CHUNKS == 0)
         for (unsigned i = 0; i < POPULATE_CHUNKS; i++)
-            (void)madvise((char *)c + i * CHUNK_BYTES,
-                          (RECORDS_END + PAGE - 1) & ~(PAGE - 1),
+            (void)madvise((char *)c + i * CHUNK_BYTES, RECORDS_END,
                           MADV_POPULATE_WRITE);
 #endif
     slab_cut++;
