@@ -6,8 +6,8 @@
 #include "sched/task.h"
 
 #include "base/compiler.h"
-#include "base/storeload.h"
 #include "base/ident.h"
+#include "base/storeload.h"
 #include "sched/observe.h"
 #include "sched/wait.h"
 #include "sched/worker.h"
@@ -24,9 +24,9 @@ WEFT_OPAQUE struct weft__sched_thread *weft__sched_fresh(void)
     return t;
 }
 
-/* Validate opts: 0 or -EINVAL.  *stack gets the stack size asked for. */
 _Static_assert(WEFT_STACK_MAX <= UINT32_MAX, "a stack size fits 32 bits");
 
+/* Validate opts: 0 or -EINVAL.  *stack gets the stack size asked for. */
 static int check_opts(const weft_task_opts *opts, size_t *stack)
 {
     *stack = 0;
