@@ -182,10 +182,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     atomic_init(&co->id, weft__id_new());
     co->name = "coro";
     if (opts && opts->name) {
-        size_t n = strnlen(opts->name, WEFT__CORO_NAME_MAX - 1);
-        memcpy(name_buf, opts->name, n);
-        name_buf[n] = '\0';
-        co->name = name_buf;
+        co->name = weft__coro_name_copy(name_buf, opts->name);
     }
     co->sp = weft__ctx_make(co, coro_entry, co);
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);

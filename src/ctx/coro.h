@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/compiler.h"
 #include "ctx/sanitizer.h"
@@ -31,6 +32,16 @@ enum {
 };
 
 #define WEFT__CORO_NAME_MAX 32
+
+/* Copy the first WEFT__CORO_NAME_MAX - 1 bytes of name into buf (a name
+ * buffer, see `name` below), NUL-terminated; name may lie in buf. */
+static inline const char *weft__coro_name_copy(char *buf, const char *name)
+{
+    size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
+    memmove(buf, name, n);
+    buf[n] = '\0';
+    return buf;
+}
 
 /*
  * The record sits at the top of the coroutine's own stack mapping, so a

@@ -71,13 +71,8 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->co.started = 0;
     t->co.stack.map = NULL;
     t->co.name = "task";
-    if (name) {
-        char *buf = weft__record_name_buf(t);
-        size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
-        memcpy(buf, name, n);
-        buf[n] = '\0';
-        t->co.name = buf;
-    }
+    if (name)
+        t->co.name = weft__coro_name_copy(weft__record_name_buf(t), name);
     /* Atomic stores, not atomic_init: await's look at the bottom of its
      * deque (await.c, is_complete) may read the state of a record that a
      * thief has just taken, freed and that is being made again here; the
@@ -210,11 +205,7 @@ WEFT_EXPORT int weft_task_set_name(const char *name)
     struct weft_task *t = weft__task_body(self);
     /* Under wait_lock: the dump copies the name under it (dump.c). */
     weft__spin_lock(&t->wait_lock);
-    char *buf = weft__record_name_buf(t);
-    size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
-    memmove(buf, name, n);
-    buf[n] = '\0';
-    t->co.name = buf;
+    t->co.name = weft__coro_name_copy(weft__record_name_buf(t), name);
     weft__spin_unlock(&t->wait_lock);
     if (weft__trace_on())
         weft__trace_name(atomic_load_explicit(&t->co.id, memory_order_relaxed),
