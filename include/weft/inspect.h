@@ -87,6 +87,12 @@ struct weft_pool_stats {
     uint64_t records_bytes;  /* process-wide, now: task records' memory
                                 (64 KiB chunks, live and cached; an idle
                                 pool's trim unmaps chunks with no live one) */
+    /* Stuck workers (weft/pool.h, "Stuck workers"): workers found stuck
+     * (one per stall), spares sent to cover one, spare threads started;
+     * now: spares covering, spare threads alive (covering or waiting to).
+     * The counters of the spares' work (runs, steals...) are in the sums
+     * above. */
+    uint64_t stalls, covers, spares_started, spares_active, spare_threads;
 };
 
 /*

@@ -8,6 +8,29 @@
  * weft/io.h); a submitter wakes a sleeping worker only when no worker is
  * searching.
  *
+ * Time, not rounds.  A busy worker fires its due timers and polls the
+ * netpoller at every scheduling point (a task switch: a wait, a yield, a
+ * task's end) once some 25 us have passed since it last looked, so a
+ * timer or a ready socket waits at most for the task running when it
+ * came due (weft/timer.h has the figures).
+ *
+ * Stuck workers.  A task that runs without a switch (a long computation,
+ * a blocking system call, a library's pthread mutex) holds its worker: it
+ * cannot be preempted.  A monitor thread (one per pool) watches the
+ * workers; one that has run one task for 10 ms without a switch, while it
+ * holds up other work (tasks queued behind it, a due timer on its heap,
+ * or, when every worker is stuck, anything queued, armed or waiting on
+ * I/O), gets covered: a spare thread joins the pool's workers, takes the
+ * stuck worker's queued tasks, fires its timers and serves the poller,
+ * and leaves once the stuck task switches again.  Spare threads are made
+ * when first needed, at most `spares` at once, and one that has waited
+ * 10 s for a stuck worker to cover exits.  The stuck task itself goes on
+ * where it is.  The monitor sleeps while every worker sleeps, and costs a
+ * busy pool one wake-up of its thread every 5 ms.  weft_pool_dump shows
+ * what a stuck worker runs (weft/inspect.h); stall_warn_ms, or the
+ * environment's WEFT_STALL_WARN_MS, prints a line when a task runs that
+ * long without a switch.
+ *
  * Ownership: the caller owns the pool from weft_pool_create until
  * weft_pool_destroy returns.  The options struct and its name are copied.
  */
@@ -32,11 +55,28 @@ typedef struct weft_pool_opts {
      * its workers have been idle for 0.1 s; the rest goes back to the
      * system.  0 = WEFT_POOL_CACHE_DEFAULT. */
     size_t cache_bytes;
-    void *reserved_[4]; /* must be zero                                   */
+    /* The most spare threads that cover stuck workers at once (see the
+     * top); 0 = WEFT_POOL_SPARES_DEFAULT. */
+    unsigned spares;
+    /* Print one line on stderr, once per stall, when a task has run this
+     * long without a switch: the task, its worker, for how long, what its
+     * thread does and its top frames.  0 = the environment's
+     * WEFT_STALL_WARN_MS if set, else never. */
+    unsigned stall_warn_ms;
+    unsigned flags;     /* WEFT_POOL_* flags below                       */
+    void *reserved_[2]; /* must be zero                                   */
 } weft_pool_opts;
 
 /* The default cache bound of a pool: 4 MiB. */
 #define WEFT_POOL_CACHE_DEFAULT ((size_t)4 << 20)
+
+/* Spare threads a pool may run at once by default, and at most. */
+#define WEFT_POOL_SPARES_DEFAULT 256u
+#define WEFT_POOL_SPARES_MAX 4096u
+
+/* flags: no monitor thread, so no spares and no stall warnings (a stuck
+ * worker stalls what is queued behind it, as it would without weft). */
+#define WEFT_POOL_NO_MONITOR 1u
 
 /* The most worker threads a pool may have. */
 #define WEFT_POOL_THREADS_MAX 1024u
@@ -44,8 +84,9 @@ typedef struct weft_pool_opts {
 /*
  * weft_pool_create - start a pool.  Any context.
  * Returns 0 and sets *out, -EINVAL (out NULL, more than
- * WEFT_POOL_THREADS_MAX threads, stack size over WEFT_STACK_MAX, a reserved
- * option set), -ENOMEM, -EAGAIN (a thread could not be started).
+ * WEFT_POOL_THREADS_MAX threads, stack size over WEFT_STACK_MAX, more than
+ * WEFT_POOL_SPARES_MAX spares, an unknown flag, a reserved option set),
+ * -ENOMEM, -EAGAIN (a thread could not be started).
  */
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
 
@@ -61,7 +102,8 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
  */
 WEFT_API int weft_pool_destroy(weft_pool *pool);
 
-/* weft_pool_threads - the number of worker threads; 0 for NULL. */
+/* weft_pool_threads - the number of worker threads (spares not counted);
+ * 0 for NULL. */
 WEFT_API unsigned weft_pool_threads(const weft_pool *pool);
 
 /* weft_pool_current - the pool whose worker runs the caller, else NULL.

@@ -71,6 +71,22 @@ static inline uint64_t weft__ticks(void)
 #endif
 }
 
+/* A number of ticks that lasts about ns or less, without measuring: the
+ * AArch64 counter's rate is read from the CPU; the x86 time-stamp counter
+ * is taken to run at 1 GHz, the floor of the CPUs weft runs on, so the
+ * count lasts ns at most (ns / 4 at 4 GHz).  For intervals that may come
+ * sooner but never later (how often a busy worker looks at its timers). */
+static inline uint64_t weft__ticks_at_most(uint64_t ns)
+{
+#if defined(__aarch64__)
+    uint64_t f;
+    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(f));
+    return f ? ns * f / WEFT__NS_PER_S : ns;
+#else
+    return ns;
+#endif
+}
+
 /* Nanoseconds per tick: read from the CPU (AArch64) or measured once
  * against CLOCK_MONOTONIC over a few milliseconds (x86; the first call
  * sleeps that long). */

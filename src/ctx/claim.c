@@ -4,18 +4,15 @@
  */
 #include "ctx/claim.h"
 
-#include "base/backoff.h"
-
 #include "base/alloc.h"
+#include "base/backoff.h"
+#include "base/membarrier.h"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok;
@@ -39,11 +36,10 @@ static void record_release(void *p)
 
 static void setup(void)
 {
-    long ok = syscall(SYS_membarrier,
-                      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
     /* Without the key (no memory), records could not be recycled: then
      * every claim is a plain CAS, as without membarrier. */
-    if (ok == 0 && weft__pthread_key_create(&exit_key, record_release) == 0)
+    if (weft__membarrier_ok() &&
+        weft__pthread_key_create(&exit_key, record_release) == 0)
         membarrier_ok = true;
 }
 
@@ -108,7 +104,7 @@ uint32_t weft__claim_slow(struct weft_coro *co)
     /* A fast claim by the owner may be in flight: make its claiming store
      * visible to us (or our LOCKED visible to it), then let it finish. */
     if (o != NULL && o != me) {
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        weft__membarrier();
         spins = 0;
         while (atomic_load_explicit(&o->claiming, memory_order_acquire) == co)
             weft__backoff(&spins);

@@ -31,9 +31,11 @@
  *      meanwhile (fd.c).  The same holds for the first wait of a pool,
  *      which makes its netpoller: the waiting task's worker is awake.
  *   3. Busy workers poll without blocking when they run out of local work
- *      and at every fairness tick (61 scheduler ticks) if the poller is
- *      free, so a busy pool does not starve I/O.  (A worker busy with one
- *      task that never blocks notices nothing, as for any other work.)
+ *      and, at their scheduling points, when nobody has polled for a while
+ *      (sched/pool.c, "Time, not rounds"), if the poller is free, so a
+ *      busy pool does not starve I/O.  (A worker stuck in one task that
+ *      never blocks notices nothing: the monitor covers it, and its cover
+ *      serves the poller, sched/monitor.c.)
  *   4. The blocked poller is woken for whatever wakes a sleeping worker (a
  *      new task, an earlier timer, shutdown) by a write to the eventfd:
  *      the waker takes it off the idle list under idle_lock, where the
@@ -152,10 +154,9 @@ static int epoll_until(struct weft__netpoll *np, uint64_t deadline)
     return n < 0 ? 0 : n;
 }
 
-/* The holder, after a poll: the check, if it is due. */
-static void check_if_due(struct weft__netpoll *np)
+/* The holder, after a poll at `now`: the check, if it is due. */
+static void check_if_due(struct weft__netpoll *np, uint64_t now)
 {
-    uint64_t now = weft__now_ns();
     if (now < np->next_check)
         return;
     np->next_check = now + check_every_ns();
@@ -197,10 +198,12 @@ static unsigned dispatch(struct weft__netpoll *np, int n)
 static void np_finish(struct weft__poller *p)
 {
     struct weft__netpoll *np = np_of(p);
+    uint64_t now = weft__now_ns();
+    atomic_store_explicit(&p->polled_at, now, memory_order_relaxed);
     dispatch(np, np->nevents);
     np->nevents = 0;
     if (wanted(np))
-        check_if_due(np);
+        check_if_due(np, now);
     give_up(np);
 }
 
@@ -221,7 +224,9 @@ static unsigned np_poll_now(struct weft__poller *p)
         !try_take(np))
         return 0;
     unsigned woken = dispatch(np, epoll_until(np, 0));
-    check_if_due(np);
+    uint64_t now = weft__now_ns();
+    atomic_store_explicit(&p->polled_at, now, memory_order_relaxed);
+    check_if_due(np, now);
     give_up(np);
     return woken;
 }
@@ -257,6 +262,8 @@ static int netpoll_new(weft_pool *pool, struct weft__netpoll **out)
     if (!np)
         return -ENOMEM;
     np->base.ops = &netpoll_ops;
+    np->base.waiting = &np->nwaiters;
+    atomic_init(&np->base.polled_at, 0);
     np->pool = pool;
     atomic_init(&np->polling, 0);
     atomic_init(&np->missed, 0);

@@ -17,6 +17,7 @@
 #ifndef WEFT_SCHED_POLLER_H
 #define WEFT_SCHED_POLLER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,9 +48,14 @@ struct weft__poller_ops {
     unsigned (*waits)(struct weft__poller *p);
 };
 
-/* The part of every poller that the scheduler sees: its operations. */
+/* The part of every poller that the scheduler sees: its operations, the
+ * number of waits parked in it (nonzero: busy workers poll it now and
+ * then, pool.c, "Time, not rounds"), and when it was last polled (ns;
+ * written by whoever polls, relaxed: it only decides whether to poll). */
 struct weft__poller {
     const struct weft__poller_ops *ops;
+    const _Atomic uint32_t *waiting;
+    _Atomic uint64_t polled_at;
 };
 
 #endif /* WEFT_SCHED_POLLER_H */

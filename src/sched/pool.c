@@ -70,6 +70,7 @@
 #include "sched/worker.h"
 
 #include "ctx/stack.h"
+#include "sched/monitor.h"
 
 #include "base/alloc.h"
 #include "base/backoff.h"
@@ -79,6 +80,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define GLOBAL_EVERY 61      /* ticks between fairness looks at the global queue */
@@ -133,13 +135,18 @@ void weft__pool_leave(weft_pool *p)
 /* Step 4 of shutdown: no task of this pool is alive. */
 static bool drained(weft_pool *p)
 {
+    /* Spares count too (active or not: what they counted stays).  The
+     * arrivals are summed over the slots there are after the lefts were
+     * read: a task counted as left arrived on a slot made before it left. */
+    unsigned n = weft__pool_slots(p);
     int64_t left = atomic_load_explicit(&p->left_outside, memory_order_acquire);
-    for (unsigned i = 0; i < p->nworkers; i++)
+    for (unsigned i = 0; i < n; i++)
         left += atomic_load_explicit(&p->workers[i]->left,
                                      memory_order_acquire);
+    n = weft__pool_slots(p);
     int64_t arrived =
         atomic_load_explicit(&p->arrived_outside, memory_order_acquire);
-    for (unsigned i = 0; i < p->nworkers; i++)
+    for (unsigned i = 0; i < n; i++)
         arrived += atomic_load_explicit(&p->workers[i]->arrived,
                                         memory_order_acquire);
     return arrived == left;
@@ -286,18 +293,18 @@ static uint64_t timers_earliest(weft_pool *p)
     return next;
 }
 
-/* Fire w's due timers, and with `all` every worker's; true if any fired
- * (their tasks are queued here).  On the scheduler loop's path: the clock
- * is read only once some heap holds a timer. */
-static bool run_timers(struct weft__worker *w, bool all)
+/* Fire every worker's due timers (spares have none of their own: see
+ * worker.h, home); true if any fired (their tasks are queued here).  On
+ * the scheduler loop's path: the clock is read only once some heap holds
+ * a timer. */
+static bool run_all_timers(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     uint64_t now = 0;
     bool fired = false;
     for (unsigned i = 0; i < p->nworkers; i++) {
         struct weft__timers *ts = &p->workers[i]->timers;
-        if ((!all && p->workers[i] != w) ||
-            weft__timers_next(ts) == UINT64_MAX)
+        if (weft__timers_next(ts) == UINT64_MAX)
             continue;
         if (!now)
             now = weft__now_ns();
@@ -312,7 +319,7 @@ int weft__pool_timer_add(weft_pool *p, struct weft__timer *tm,
 {
     struct weft__worker *w = weft__worker_current();
     struct weft__timers *ts =
-        w && w->pool == p ? &w->timers : &p->workers[0]->timers;
+        w && w->pool == p ? w->home : &p->workers[0]->timers;
     int r = weft__timers_add(ts, tm);
     if (r < 0)
         return r;
@@ -322,6 +329,46 @@ int weft__pool_timer_add(weft_pool *p, struct weft__timer *tm,
     if (r == 1 && timers_earliest(p) >= tm->deadline)
         wakep(p);
     return 0;
+}
+
+/*
+ * Time, not rounds.  A busy worker fires its due timers and polls the
+ * netpoller by elapsed time, checked at every scheduling point: the top of
+ * the scheduler loop (each task it picks), a yield that would switch
+ * straight to the next yielded task (weft__pool_yield_next), and an ended
+ * task's switch straight to its awaiter (task_run.c).  So a due timer or
+ * a ready socket waits for at most the task running when it came due, not
+ * for a number of rounds that could each be a long task (Tokio counts 61
+ * polls of microseconds; a stackful task can run for seconds).  The check
+ * costs two loads where nothing is armed and nobody waits on I/O (the
+ * fork-join paths), else a read of the tick counter per scheduling point
+ * (11 ns on the bench machine, against 25 for the clock: base/clock.h);
+ * the clock itself is read, and the timers and poller looked at, once
+ * per service_ticks (about 12-50 us: pool_create).  The poller is polled
+ * only if no worker holds it (an idle one sleeping in it serves it) and
+ * nobody polled it for POLL_EVERY_NS, so a pool whose workers never run
+ * dry polls at most that often.  A worker stuck in one task checks
+ * nothing: the monitor covers it (monitor.c).  The global queue's
+ * fairness look stays a count (GLOBAL_EVERY): it is one relaxed load of
+ * the queue's tail, where a clock would cost more than the look, and a
+ * task in the global queue is also taken by any worker that runs dry.
+ */
+#define POLL_EVERY_NS ((uint64_t)500 * 1000)
+#define SERVICE_EVERY_NS 25000u
+
+static void service(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    uint64_t now = weft__now_ns();
+    w->service_at = weft__ticks() + p->service_ticks;
+    if (weft__timers_next(w->home) <= now)
+        weft__timers_run(w->home, now);
+    struct weft__poller *poller = weft__pool_poller(p);
+    if (poller &&
+        atomic_load_explicit(poller->waiting, memory_order_relaxed) &&
+        now - atomic_load_explicit(&poller->polled_at, memory_order_relaxed) >=
+            POLL_EVERY_NS)
+        poller->ops->poll_now(poller);
 }
 
 static void wake_if_needed(weft_pool *p)
@@ -435,24 +482,17 @@ void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
         wake_if_needed(p);
         return;
     }
-    t->link = NULL;
-    if (w->yielded_tail)
-        w->yielded_tail->link = t;
-    else
-        w->yielded_head = t;
-    w->yielded_tail = t;
+    weft__yielded_append(&w->yielded, t, t);
 }
 
 static struct weft_task *pop_yielded(struct weft__worker *w)
 {
     struct weft_task *t;
-    while ((t = w->yielded_head)) {
-        w->yielded_head = t->link;
-        if (!w->yielded_head)
-            w->yielded_tail = NULL;
+    if (weft__yielded_looks_empty(&w->yielded))
+        return NULL;
+    while ((t = weft__yielded_pop(&w->yielded)))
         if (weft__task_claim_queued(t))
             return t;
-    }
     return NULL;
 }
 
@@ -460,11 +500,11 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
 {
     weft_pool *p = w->pool;
     *alone = false;
-    /* The loop's order (find_work): its fairness tick, the LIFO slot, the
-     * deque, the global queue, then the yielded.  Anything ahead of the
-     * yielded FIFO, or an idle worker that a yielder should go to, sends
-     * the yield through the loop. */
-    if ((w->tick + 1) % GLOBAL_EVERY == 0 ||
+    /* The loop's order (find_work): due timers and polling, its fairness
+     * tick, the LIFO slot, the deque, the global queue, then the yielded.
+     * Anything ahead of the yielded FIFO, or an idle worker that a yielder
+     * should go to, sends the yield through the loop. */
+    if (weft__pool_service_due(w) || (w->tick + 1) % GLOBAL_EVERY == 0 ||
         atomic_load_explicit(&w->lifo, memory_order_relaxed) ||
         weft__runq_len(&w->q) || !inject_empty(p) ||
         atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0)
@@ -477,7 +517,9 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
 
 static void wake_all(weft_pool *p)
 {
-    for (unsigned i = 0; i < p->nworkers; i++)
+    /* Spares too, covering or waiting to (monitor.c). */
+    unsigned n = weft__pool_slots(p);
+    for (unsigned i = 0; i < n; i++)
         weft__parker_unpark(&p->workers[i]->parker);
     struct weft__poller *poller = weft__pool_poller(p);
     if (poller)
@@ -558,35 +600,71 @@ static void stolen(struct weft__worker *w, struct weft__worker *v,
                     v->index);
 }
 
+/* v's LIFO slot's task, claimed, or NULL. */
+static struct weft_task *steal_lifo(struct weft__worker *v)
+{
+    if (!atomic_load_explicit(&v->lifo, memory_order_relaxed))
+        return NULL;
+    struct weft_task *t =
+        atomic_exchange_explicit(&v->lifo, NULL, memory_order_acq_rel);
+    return t && weft__task_claim_queued(t) ? t : NULL;
+}
+
+/*
+ * What w can take from v.  From a worker that is stuck in one task
+ * (monitor.c) everything: its LIFO slot first (the task it would have run
+ * next), its deque, then its yielded FIFO (a seize, which costs a
+ * membarrier: sched/yielded.h).  From any other worker its deque, and its
+ * slot in the last round (v has had a few rounds of our search to run it
+ * itself).
+ */
+static struct weft_task *steal_one(struct weft__worker *w,
+                                   struct weft__worker *v, bool last_round)
+{
+    bool stuck = atomic_load_explicit(&v->stuck, memory_order_relaxed);
+    struct weft_task *t = stuck ? steal_lifo(v) : NULL;
+    if (!t)
+        t = steal_from(w, v);
+    if (!t)
+        t = pop_local(w); /* what we moved, if the first was stale */
+    if (!t && last_round && !stuck)
+        t = steal_lifo(v);
+    struct weft_task *first, *last;
+    if (!t && stuck && weft__yielded_seize(&v->yielded, &first, &last)) {
+        weft__yielded_append(&w->yielded, first, last);
+        t = pop_yielded(w);
+    }
+    return t;
+}
+
 static struct weft_task *steal_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
+    unsigned n = weft__pool_slots(p);
+    /* A spare looks first at the worker it covers (monitor.c). */
+    struct weft__worker *covered =
+        atomic_load_explicit(&w->covers, memory_order_relaxed);
     for (int round = 0; round < STEAL_ROUNDS; round++) {
-        unsigned start = next_rand(w) % p->nworkers;
-        for (unsigned i = 0; i < p->nworkers; i++) {
-            struct weft__worker *v = p->workers[(start + i) % p->nworkers];
-            if (v == w)
+        struct weft_task *t;
+        if (covered && (t = steal_one(w, covered, round == STEAL_ROUNDS - 1))) {
+            stolen(w, covered, t);
+            return t;
+        }
+        unsigned start = next_rand(w) % n;
+        for (unsigned i = 0; i < n; i++) {
+            struct weft__worker *v = p->workers[(start + i) % n];
+            /* A spare that is not covering has nothing queued. */
+            if (v == w || v == covered ||
+                !atomic_load_explicit(&v->active, memory_order_relaxed))
                 continue;
             w->stats.steal_tries++;
-            struct weft_task *t = steal_from(w, v);
-            if (!t)
-                t = pop_local(w); /* what we moved, if the first was stale */
-            if (!t && round == STEAL_ROUNDS - 1 &&
-                atomic_load_explicit(&v->lifo, memory_order_relaxed)) {
-                /* Last resort: v's LIFO slot (v has had a few rounds of
-                 * our search to run it itself). */
-                t = atomic_exchange_explicit(&v->lifo, NULL,
-                                             memory_order_acq_rel);
-                if (t && !weft__task_claim_queued(t))
-                    t = NULL;
-            }
+            t = steal_one(w, v, round == STEAL_ROUNDS - 1);
             if (t) {
                 stolen(w, v, t);
                 return t;
             }
         }
-        struct weft_task *t = take_global(w);
-        if (t)
+        if ((t = take_global(w)))
             return t;
     }
     return NULL;
@@ -608,7 +686,11 @@ static inline bool queued_with(weft_pool *p, memory_order mo)
 {
     if (__atomic_load_n(&p->inject_tail.p, (int)mo) != &p->inject_head.node)
         return true;
-    for (unsigned i = 0; i < p->nworkers; i++) {
+    /* Spares too: one that covers queues like any worker (a spare made
+     * after this read queues only what it then runs itself, or hands to
+     * the global queue with a wake: monitor.c). */
+    unsigned n = weft__pool_slots(p);
+    for (unsigned i = 0; i < n; i++) {
         struct weft__worker *v = p->workers[i];
         uint32_t b = atomic_load_explicit(&v->q.bottom, mo);
         uint32_t t = atomic_load_explicit(&v->q.top, mo);
@@ -768,7 +850,11 @@ static bool park_worker(struct weft__worker *w)
         atomic_fetch_sub_explicit(&p->nspinning, 1, memory_order_seq_cst);
     }
 
-    bool sleep = !any_work(p);
+    /* A spare asked to stop covering does not sleep: read after joining
+     * the idle list under idle_lock, where the request looks for it
+     * (weft__pool_spare_recall), so one of the two sees the other. */
+    bool sleep = !any_work(p) &&
+                 !atomic_load_explicit(&w->retire, memory_order_acquire);
     uint64_t trim_at = UINT64_MAX;
     if (sleep) {
         uint64_t next = timers_earliest(p);
@@ -808,7 +894,14 @@ static bool park_worker(struct weft__worker *w)
             w->stats.wakeups++;
     }
     bool stop = atomic_load_explicit(&p->stop, memory_order_acquire);
+    /* The monitor sleeps while every worker does (monitor.c): the first
+     * to leave the idle list wakes it.  Under idle_lock, where it went to
+     * sleep, so neither misses the other. */
+    bool wake_monitor = p->monitor_asleep;
+    p->monitor_asleep = false;
     weft__spin_unlock(&p->idle_lock);
+    if (wake_monitor)
+        weft__monitor_wake(p);
     /* Off the idle list first, so the wakes do not pick this worker. */
     if (polled)
         poller->ops->finish(poller);
@@ -874,12 +967,20 @@ static unsigned poll_now(weft_pool *p)
     return poller ? poller->ops->poll_now(poller) : 0;
 }
 
+static void spare_leave(struct weft__worker *w);
+
 static struct weft_task *find_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     uint64_t spin_end = 0; /* search_spin's budget, from its first round */
     for (;;) {
         struct weft_task *t = NULL;
+        if (weft__pool_service_due(w))
+            service(w);
+        if (unlikely(atomic_load_explicit(&w->retire, memory_order_acquire))) {
+            spare_leave(w);
+            return NULL;
+        }
         if (++w->tick % GLOBAL_EVERY == 0) {
             /* Fairness: the global queue, the yielded, then our own
              * oldest task. */
@@ -893,9 +994,6 @@ static struct weft_task *find_work(struct weft__worker *w)
                 else if (!old)
                     break;
             }
-            run_timers(w, false);
-            /* A busy pool must not starve I/O. */
-            poll_now(p);
         }
         if (!t && w->lifo_streak < LIFO_STREAK_MAX &&
             atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
@@ -927,7 +1025,7 @@ static struct weft_task *find_work(struct weft__worker *w)
             found_work(w);
             return t;
         }
-        if (run_timers(w, true))
+        if (run_all_timers(w))
             continue; /* fired timers queue tasks */
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return NULL;
@@ -939,7 +1037,9 @@ static struct weft_task *find_work(struct weft__worker *w)
             uint32_t spinning =
                 atomic_load_explicit(&p->nspinning, memory_order_relaxed);
             uint32_t idle = atomic_load_explicit(&p->nidle, memory_order_relaxed);
-            if (2 * spinning < p->nworkers - idle) {
+            uint32_t active =
+                atomic_load_explicit(&p->nactive, memory_order_relaxed);
+            if (2 * spinning < (active > idle ? active - idle : 0)) {
                 w->spinning = true;
                 atomic_fetch_add_explicit(&p->nspinning, 1,
                                           memory_order_seq_cst);
@@ -957,17 +1057,26 @@ static struct weft_task *find_work(struct weft__worker *w)
     }
 }
 
-static void *worker_main(void *arg)
+/* A worker's or a spare's thread: its blocks and its name ("<pool>-<i>"
+ * for a worker, "<pool>-s<k>" for spare k). */
+static void thread_begin(struct weft__worker *w)
 {
-    struct weft__worker *w = arg;
     weft__thread_setup(&weft__tls);
     weft__sched_tls.worker = w;
-
+    w->tid = (pid_t)syscall(SYS_gettid);
+    weft_pool *p = w->pool;
     char name[32];
-    snprintf(name, sizeof name, "%s-%u", w->pool->name, w->index);
+    if (w->index < p->nworkers)
+        snprintf(name, sizeof name, "%s-%u", p->name, w->index);
+    else
+        snprintf(name, sizeof name, "%s-s%u", p->name, w->index - p->nworkers);
     name[15] = '\0'; /* the kernel keeps 15 bytes */
     pthread_setname_np(pthread_self(), name);
+}
 
+/* Run what find_work finds until the pool stops (or a spare leaves). */
+static void run_tasks(struct weft__worker *w)
+{
     struct weft_task *task;
     while ((task = find_work(w))) {
         /* For the observers (sched/observe.h). */
@@ -976,9 +1085,251 @@ static void *worker_main(void *arg)
         weft__task_run(task);
         w->dirty = true;
     }
+}
 
+static void *worker_main(void *arg)
+{
+    struct weft__worker *w = arg;
+    thread_begin(w);
+    run_tasks(w);
     weft__sched_fresh()->worker = NULL;
     return NULL;
+}
+
+/* ---------------------------------------------------------------- spares */
+
+/*
+ * Spares (monitor.c has the policy: which worker is stuck, when it needs
+ * a cover, when the cover goes).  A spare is a worker slot beyond the
+ * pool's own, with a thread of its own, made the first time the monitor
+ * needs it and reused after.  While it covers a stuck worker it is one
+ * of the pool's workers in every respect (it runs find_work: it is on the
+ * idle list when idle, counted in nactive, searched by thieves), but its
+ * timed waits arm their timers on the covered worker's heap (worker.h,
+ * home), and it searches the covered worker first, taking its LIFO slot
+ * and seizing its yielded FIFO as any thief does from a stuck worker.
+ *
+ * Its thread's states (thread_state): NONE (never made, or joined), then
+ * COVERING while it is one of the pool's workers, WAITING once it has
+ * left (spare_leave) and waits on its parker to cover again, GONE when it
+ * waited SPARE_KEEP_ALIVE_NS for nothing and exited (the monitor joins
+ * it before it makes a new one).  COVERING is set by the monitor (from
+ * NONE, GONE, or by CAS from WAITING, then the unpark); WAITING by the
+ * spare; GONE by the spare's CAS from WAITING, which a CAS to COVERING
+ * that comes first makes fail: exactly one of the two wins.
+ */
+#define SPARE_KEEP_ALIVE_NS ((uint64_t)10 * 1000000000u)
+
+/*
+ * At the top of find_work, asked to leave (weft__pool_spare_recall): hand
+ * everything queued here to the global queue, leave the active set, stop
+ * searching (waking another worker if work is left: found_work's rule),
+ * and tell the covered worker it is uncovered.  Nothing else refers to
+ * the spare's queues after that but thieves, which find them empty.
+ */
+static void spare_leave(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    bool handed = false;
+    struct weft_task *t =
+        atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
+    if (t) {
+        inject(p, t);
+        handed = true;
+    }
+    /* Oldest first, and the yielded after them: their order here. */
+    while ((t = weft__runq_steal(&w->q))) {
+        inject(p, t);
+        handed = true;
+    }
+    while ((t = weft__yielded_pop(&w->yielded))) {
+        inject(p, t);
+        handed = true;
+    }
+    weft__spin_lock(&p->idle_lock);
+    atomic_store_explicit(&w->active, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&p->nactive, 1, memory_order_relaxed);
+    weft__spin_unlock(&p->idle_lock);
+    found_work(w);
+    if (handed)
+        wake_if_needed(p);
+    struct weft__worker *covered =
+        atomic_exchange_explicit(&w->covers, NULL, memory_order_relaxed);
+    struct weft__worker *me = w;
+    if (covered)
+        atomic_compare_exchange_strong_explicit(&covered->covered_by, &me,
+                                                NULL, memory_order_relaxed,
+                                                memory_order_relaxed);
+    atomic_store_explicit(&w->stuck, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->retire, 0, memory_order_relaxed);
+    /* Release: the monitor that sees WAITING sees all of the above. */
+    atomic_store_explicit(&w->thread_state, WEFT__SPARE_WAITING,
+                          memory_order_release);
+}
+
+/* After spare_leave: wait to cover again.  False when the pool stops or
+ * the keep-alive passed (then the thread exits). */
+static bool spare_wait(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    uint64_t until = weft__now_ns() + SPARE_KEEP_ALIVE_NS;
+    for (;;) {
+        if (atomic_load_explicit(&p->stop, memory_order_acquire))
+            return false;
+        /* Acquire: the monitor's set-up of the cover comes before. */
+        if (atomic_load_explicit(&w->thread_state, memory_order_acquire) ==
+            WEFT__SPARE_COVERING)
+            return true;
+        if (!weft__parker_park(&w->parker, until, 0)) {
+            uint32_t waiting = WEFT__SPARE_WAITING;
+            if (atomic_compare_exchange_strong_explicit(
+                    &w->thread_state, &waiting, WEFT__SPARE_GONE,
+                    memory_order_acq_rel, memory_order_acquire))
+                return false;
+        }
+    }
+}
+
+static void *spare_main(void *arg)
+{
+    struct weft__worker *w = arg;
+    weft_pool *p = w->pool;
+    thread_begin(w);
+    do
+        run_tasks(w);
+    while (!atomic_load_explicit(&p->stop, memory_order_acquire) &&
+           spare_wait(w));
+    /* The thread's caches go back to the depots as it exits (cache.h). */
+    weft__sched_fresh()->worker = NULL;
+    return NULL;
+}
+
+/* A worker slot's records, set up; NULL: no memory. */
+static struct weft__worker *slot_new(weft_pool *p, unsigned index)
+{
+    struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    atomic_init(&w->lifo, NULL);
+    weft__runq_init(&w->q);
+    weft__parker_init(&w->parker);
+    weft__timers_init(&w->timers);
+    w->home = &w->timers;
+    w->pool = p;
+    w->index = index;
+    w->rng = 0x9E3779B97F4A7C15ull * (index + 1);
+    return w;
+}
+
+struct weft__worker *weft__pool_spare_add(weft_pool *p)
+{
+    unsigned n = atomic_load_explicit(&p->nslots, memory_order_relaxed);
+    if (n >= p->nworkers + p->max_spares)
+        return NULL;
+    struct weft__worker *w = slot_new(p, n);
+    if (!w)
+        return NULL;
+    p->workers[n] = w;
+    /* Release: whoever reads the new count sees the slot set up. */
+    atomic_store_explicit(&p->nslots, n + 1, memory_order_release);
+    return w;
+}
+
+int weft__pool_spare_cover(struct weft__worker *s, struct weft__worker *x)
+{
+    weft_pool *p = s->pool;
+    if (atomic_load_explicit(&s->thread_state, memory_order_acquire) ==
+        WEFT__SPARE_COVERING)
+        return -EBUSY; /* still leaving: the monitor picks another */
+    atomic_store_explicit(&s->covers, x, memory_order_relaxed);
+    atomic_store_explicit(&x->covered_by, s, memory_order_relaxed);
+    /* The covered worker's heap: its timers fire wherever it is armed
+     * from (a spare of a spare covers the first one's heap). */
+    s->home = x->home;
+    s->service_at = 0;
+    weft__spin_lock(&p->idle_lock);
+    atomic_store_explicit(&s->active, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->nactive, 1, memory_order_relaxed);
+    weft__spin_unlock(&p->idle_lock);
+
+    uint32_t st =
+        atomic_load_explicit(&s->thread_state, memory_order_acquire);
+    if (st == WEFT__SPARE_WAITING &&
+        atomic_compare_exchange_strong_explicit(
+            &s->thread_state, &st, WEFT__SPARE_COVERING,
+            memory_order_acq_rel, memory_order_acquire)) {
+        weft__parker_unpark(&s->parker);
+        return 0;
+    }
+    if (st == WEFT__SPARE_GONE)
+        pthread_join(s->thread, NULL);
+    atomic_store_explicit(&s->thread_state, WEFT__SPARE_COVERING,
+                          memory_order_relaxed);
+    if (weft__pthread_create(&s->thread, NULL, spare_main, s) == 0)
+        return 0;
+    /* No thread: the slot stays as it was, uncovering. */
+    atomic_store_explicit(&s->thread_state, WEFT__SPARE_NONE,
+                          memory_order_relaxed);
+    weft__spin_lock(&p->idle_lock);
+    atomic_store_explicit(&s->active, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&p->nactive, 1, memory_order_relaxed);
+    weft__spin_unlock(&p->idle_lock);
+    s->home = &s->timers;
+    atomic_store_explicit(&x->covered_by, NULL, memory_order_relaxed);
+    atomic_store_explicit(&s->covers, NULL, memory_order_relaxed);
+    return -EAGAIN;
+}
+
+void weft__pool_spare_recall(struct weft__worker *s)
+{
+    weft_pool *p = s->pool;
+    /* Release: pairs with find_work's and park_worker's acquire. */
+    atomic_store_explicit(&s->retire, 1, memory_order_release);
+    /* If it sleeps on the idle list, wake it as wakep would (counted as
+     * searching: spare_leave stops that); else it sees the request at
+     * its next scheduling point or before it sleeps (park_worker). */
+    weft__spin_lock(&p->idle_lock);
+    bool in_poll = false, woken = s->idle;
+    if (woken) {
+        struct weft__worker **link = &p->idle_list;
+        while (*link != s)
+            link = &(*link)->idle_next;
+        *link = s->idle_next;
+        s->idle = false;
+        s->woken = true;
+        in_poll = s->in_poll;
+        atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->nspinning, 1, memory_order_seq_cst);
+    }
+    weft__spin_unlock(&p->idle_lock);
+    if (!woken)
+        return;
+    if (in_poll)
+        weft__pool_poller(p)->ops->wake(weft__pool_poller(p));
+    else
+        weft__parker_unpark(&s->parker);
+}
+
+void weft__pool_spare_join(struct weft__worker *s)
+{
+    uint32_t st = atomic_load_explicit(&s->thread_state, memory_order_acquire);
+    if (st != WEFT__SPARE_NONE) {
+        pthread_join(s->thread, NULL);
+        atomic_store_explicit(&s->thread_state, WEFT__SPARE_NONE,
+                              memory_order_relaxed);
+    }
+}
+
+bool weft__pool_monitor_may_sleep(weft_pool *p)
+{
+    weft__spin_lock(&p->idle_lock);
+    bool all_idle = atomic_load_explicit(&p->nidle, memory_order_relaxed) ==
+                    atomic_load_explicit(&p->nactive, memory_order_relaxed);
+    if (all_idle)
+        p->monitor_asleep = true;
+    weft__spin_unlock(&p->idle_lock);
+    return all_idle;
 }
 
 /* ------------------------------------------------------ create, destroy */
@@ -992,7 +1343,8 @@ static void drop_queued(weft_pool *p)
             if (weft__task_claim_queued(batch[i]))
                 weft__coro_die(&batch[i]->co,
                                "a live task was left in a drained pool");
-    for (unsigned i = 0; i < p->nworkers; i++) {
+    unsigned slots = weft__pool_slots(p);
+    for (unsigned i = 0; i < slots; i++) {
         struct weft_task *t = atomic_exchange(&p->workers[i]->lifo, NULL);
         if (t && weft__task_claim_queued(t))
             weft__coro_die(&t->co, "a live task was left in a drained pool");
@@ -1002,19 +1354,36 @@ static void drop_queued(weft_pool *p)
     }
 }
 
-static void free_pool(weft_pool *p, unsigned nstarted)
+static void free_pool(weft_pool *p, unsigned nmade)
 {
-    for (unsigned i = 0; i < nstarted; i++) {
+    for (unsigned i = 0; i < nmade; i++) {
         weft__parker_fini(&p->workers[i]->parker);
         weft__timers_fini(&p->workers[i]->timers);
         free(p->workers[i]);
     }
     free(p->workers);
+    weft__monitor_free(p);
     cds_wfcq_destroy(&p->inject_head, &p->inject_tail);
     struct weft__poller *poller = weft__pool_poller(p);
     if (poller)
         poller->ops->fini(poller);
     free(p);
+}
+
+/* The pool could not start: stop the threads started so far (nothing was
+ * ever queued, so the pool is drained) and free it. */
+static void abandon(weft_pool *p, unsigned nstarted)
+{
+    struct weft__parker parker;
+    weft__parker_init(&parker);
+    p->destroyer = &parker;
+    atomic_store(&p->shutdown, 1);
+    atomic_store(&p->stop, 1);
+    wake_all(p);
+    for (unsigned j = 0; j < nstarted; j++)
+        pthread_join(p->workers[j]->thread, NULL);
+    weft__parker_fini(&parker);
+    free_pool(p, p->nworkers);
 }
 
 WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
@@ -1029,64 +1398,67 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     if (n > WEFT_POOL_THREADS_MAX)
         return -EINVAL;
     size_t stack = opts ? opts->stack_size : 0;
-    if (stack > WEFT_STACK_MAX ||
-        (opts && !weft__reserved_zero(opts->reserved_, 4)))
+    unsigned spares = opts && opts->spares ? opts->spares
+                                           : WEFT_POOL_SPARES_DEFAULT;
+    unsigned flags = opts ? opts->flags : 0;
+    if (stack > WEFT_STACK_MAX || spares > WEFT_POOL_SPARES_MAX ||
+        (flags & ~(unsigned)WEFT_POOL_NO_MONITOR) ||
+        (opts && !weft__reserved_zero(opts->reserved_, 2)))
         return -EINVAL;
+    bool monitor = !(flags & WEFT_POOL_NO_MONITOR);
+    if (!monitor)
+        spares = 0;
 
     weft_pool *p = weft__calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
-    p->workers = weft__calloc(n, sizeof *p->workers);
+    p->workers = weft__calloc(n + spares, sizeof *p->workers);
     if (!p->workers) {
         free(p);
         return -ENOMEM;
     }
     p->nworkers = n;
+    p->max_spares = spares;
     p->stack_size = stack;
     p->cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes
                                                : WEFT_POOL_CACHE_DEFAULT;
     snprintf(p->name, sizeof p->name, "%.10s",
              opts && opts->name ? opts->name : "weft");
     p->made_ns = weft__now_ns();
+    p->service_ticks = weft__ticks_at_most(SERVICE_EVERY_NS);
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
     weft__spin_init(&p->idle_lock);
     weft__spin_init(&p->inject_lock);
     atomic_init(&p->poller, NULL);
 
     for (unsigned i = 0; i < n; i++) {
-        struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
+        struct weft__worker *w = slot_new(p, i);
         if (!w) {
-            p->nworkers = i;
             free_pool(p, i);
             return -ENOMEM;
         }
-        memset(w, 0, sizeof *w);
-        atomic_init(&w->lifo, NULL);
-        weft__runq_init(&w->q);
-        weft__parker_init(&w->parker);
-        weft__timers_init(&w->timers);
-        w->pool = p;
-        w->index = i;
-        w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
+        atomic_init(&w->active, 1);
         p->workers[i] = w;
+    }
+    atomic_init(&p->nslots, n);
+    atomic_init(&p->nactive, n);
+    if (monitor) {
+        int err = weft__monitor_make(p, opts ? opts->stall_warn_ms : 0);
+        if (err) {
+            free_pool(p, n);
+            return err;
+        }
     }
     for (unsigned i = 0; i < n; i++) {
         if (weft__pthread_create(&p->workers[i]->thread, NULL, worker_main,
                                  p->workers[i]) != 0) {
-            /* Stop the ones already running: nothing was ever queued, so
-             * the pool is drained. */
-            struct weft__parker parker;
-            weft__parker_init(&parker);
-            p->destroyer = &parker;
-            atomic_store(&p->shutdown, 1);
-            atomic_store(&p->stop, 1);
-            wake_all(p);
-            for (unsigned j = 0; j < i; j++)
-                pthread_join(p->workers[j]->thread, NULL);
-            weft__parker_fini(&parker);
-            free_pool(p, n);
+            abandon(p, i);
             return -EAGAIN;
         }
+    }
+    if (monitor && weft__monitor_start(p) != 0) {
+        abandon(p, n);
+        return -EAGAIN;
     }
     weft__observe_pool_made(p);
     *out = p;
@@ -1116,6 +1488,8 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
 
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);
+    /* The monitor, then the spares' threads (monitor.c). */
+    weft__monitor_stop(p);
     /* Outside submitters still between their queueing and their wake. */
     unsigned spins = 0;
     while (atomic_load_explicit(&p->outside_submitters, memory_order_acquire))
@@ -1123,6 +1497,6 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
     drop_queued(p);
     weft__parker_fini(&parker);
     weft__observe_pool_gone(p);
-    free_pool(p, p->nworkers);
+    free_pool(p, weft__pool_slots(p));
     return 0;
 }

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "ctx/stack.h"
+#include "sched/monitor.h"
 #include "sched/task.h"
 #include "sched/worker.h"
 
@@ -148,7 +149,10 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
     o.size = sizeof o;
     o.workers = pool->nworkers;
     uint64_t now = weft__now_ns();
-    for (unsigned i = 0; i < pool->nworkers; i++) {
+    /* The spares' work is the pool's too; their time is not counted (a
+     * spare's life is mostly spent not covering). */
+    unsigned slots = weft__pool_slots(pool);
+    for (unsigned i = 0; i < slots; i++) {
         struct weft_worker_stats w;
         worker_stats(pool, pool->workers[i], now, &w);
         o.runs += w.runs;
@@ -158,8 +162,10 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
         o.lifo_hits += w.lifo_hits;
         o.parks += w.parks;
         o.wakeups += w.wakeups;
-        o.busy_ns += w.busy_ns;
-        o.idle_ns += w.idle_ns;
+        if (i < pool->nworkers) {
+            o.busy_ns += w.busy_ns;
+            o.idle_ns += w.idle_ns;
+        }
         o.local_queued += w.queued;
         o.timers += w.timers;
     }
@@ -169,7 +175,7 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
 
     struct weft__snap s;
     weft__records_walk_begin();
-    for (unsigned i = 0; i < pool->nworkers; i++)
+    for (unsigned i = 0; i < slots; i++)
         o.stale_queued +=
             weft__runq_count_ended(&pool->workers[i]->q, task_ended);
     for (const struct weft__record_chunk *c = weft__records_first(); c;
@@ -196,6 +202,13 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
         atomic_load_explicit(&weft__observe_blocking, memory_order_acquire);
     if (blocking)
         blocking(&o.blocking_busy, &o.blocking_idle);
+    struct weft__monitor_counts mc;
+    weft__monitor_counts(pool, &mc);
+    o.stalls = mc.stalls;
+    o.covers = mc.covers;
+    o.spares_started = mc.spares_made;
+    o.spares_active = mc.spares_active;
+    o.spare_threads = mc.spare_threads;
     hand_over(out, &o, sizeof o);
     return 0;
 }

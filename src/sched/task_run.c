@@ -115,17 +115,33 @@ static __attribute__((noinline)) void switch_out_slow(struct weft_coro *self,
     }
 }
 
+/* A switch to `to` on worker w (NULL: a sync_wait driver), for the
+ * monitor and the dump (worker.h, switches and running): plain stores on
+ * the worker's own line. */
+static inline void note_switch(struct weft__worker *w, struct weft_task *to)
+{
+    if (!w)
+        return;
+    atomic_store_explicit(
+        &w->switches,
+        atomic_load_explicit(&w->switches, memory_order_relaxed) + 1,
+        memory_order_relaxed);
+    atomic_store_explicit(&w->running, to, memory_order_relaxed);
+}
+
 void weft__task_run(struct weft_task *t)
 {
     /* The scheduler context never changes thread, so these stay ours
      * across the switches below. */
     struct weft__thread *th = &weft__tls;
+    struct weft__worker *w = weft__sched_tls.worker;
     while (t) {
         if (!t->started && unlikely(weft__task_prepare(t, t->pool) != 0)) {
             start_later(t);
             return;
         }
         th->current = &t->co;
+        note_switch(w, t);
         if (weft__trace_on())
             trace_switch(NULL, &t->co);
         struct weft_task *next = NULL;
@@ -135,6 +151,8 @@ void weft__task_run(struct weft_task *t)
         weft__san_switch(&th->root.san, &t->co.san);
         weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
         weft__san_arrived(&th->root.san);
+        if (w)
+            atomic_store_explicit(&w->running, NULL, memory_order_relaxed);
         t = next;
     }
 }
@@ -147,6 +165,9 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
     if (unlikely(self->flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED)))
         switch_out_slow(self, to);
     th->current = to;
+    /* Read before the switch, on this thread: nothing after it uses it. */
+    if (to != &th->root)
+        note_switch(weft__sched_tls.worker, weft__task_of(to));
     weft__san_switch(&self->san, &to->san);
     weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
     weft__san_arrived(&self->san);
@@ -169,12 +190,15 @@ void weft__task_block(struct weft_task *self)
 }
 
 /* Whether awaiter a may run on this thread right away: it belongs to this
- * worker's pool, or to this sync_wait driver and no pool. */
-static bool at_home(const struct weft_task *a)
+ * worker's pool (and the worker has no timers to fire or poller to poll
+ * first: pool.c, "Time, not rounds"), or to this sync_wait driver and no
+ * pool. */
+static bool at_home(const struct weft__sched_thread *st,
+                    const struct weft_task *a)
 {
-    struct weft__sched_thread *st = weft__sched_fresh();
     if (st->worker)
-        return a->pool == st->worker->pool;
+        return a->pool == st->worker->pool &&
+               !weft__pool_service_due(st->worker);
     return st->driver && a->driver == st->driver && !a->pool;
 }
 
@@ -220,9 +244,11 @@ static _Noreturn void task_finish(struct weft_task *t)
         weft__driver_finish((struct weft__driver *)(w & ~WEFT__WAITER_THREAD));
     } else if (w) {
         struct weft_task *a = (struct weft_task *)w;
-        if (at_home(a) && weft__task_claim_idle(a)) {
+        struct weft__sched_thread *st = weft__sched_fresh();
+        if (at_home(st, a) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
             th->current = &a->co;
+            note_switch(st->worker, a);
             a->ran_on = t->ran_on;
             if (unlikely(observed)) {
                 weft__trace_wake(a);

@@ -11,8 +11,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <urcu/wfcqueue.h>
 
+#include "base/clock.h"
 #include "base/spinlock.h"
 #include "sched/observe.h"
 #include "sched/parker.h"
@@ -20,23 +22,40 @@
 #include "sched/runq.h"
 #include "sched/task.h"
 #include "sched/timer.h"
+#include "sched/yielded.h"
 
 struct weft__worker {
     struct weft__runq q;          /* first: the hot, aligned part          */
     /* The task most recently woken by a task running here: it runs next,
      * on this warm core (message passing), and thieves take it only as a
-     * last resort.  Holds a queue entry's reference. */
+     * last resort, or at once from a stuck worker.  Holds a queue entry's
+     * reference. */
     _Atomic(struct weft_task *) lifo;
     unsigned lifo_streak;         /* slot runs in a row (capped)           */
-    /* Tasks that yielded here, FIFO through their .link, owner only (no
-     * atomics, no bound: a yielder is already counted in the pool, so
-     * this cannot grow past the live tasks): they run after the deque and
-     * the global queue, in the order they yielded.  Each holds a queue
-     * entry's reference. */
-    struct weft_task *yielded_head, *yielded_tail;
+    /* Tasks that yielded here, FIFO, owner only but for a thief's seize
+     * while this worker is stuck (sched/yielded.h; no bound: a yielder is
+     * already counted in the pool, so this cannot grow past the live
+     * tasks): they run after the deque and the global queue, in the order
+     * they yielded.  Each holds a queue entry's reference. */
+    struct weft__yielded yielded;
+    /* Signs of life, for the monitor (monitor.c) and the dump: bumped by
+     * this worker at every switch to a task and every inline run
+     * (await.c), and the task it runs now (NULL: its scheduler loop).
+     * Written by this worker only, relaxed: the monitor only compares. */
+    _Atomic uint64_t switches;
+    _Atomic(struct weft_task *) running;
+    /* When this worker next fires its due timers and polls (pool.c,
+     * "Time, not rounds"), in ticks; its own. */
+    uint64_t service_at;
+    /* The heap its tasks' timed waits arm their timers on, and that it
+     * fires at its scheduling points: its own, or for a spare the heap of
+     * the worker it covers (monitor.c), so that a spare's timers outlive
+     * its cover. */
+    struct weft__timers *home;
     weft_pool *pool;
-    unsigned index;
+    unsigned index;               /* < nworkers: a worker; else a spare    */
     pthread_t thread;
+    pid_t tid;                    /* its kernel thread id (the dump's)     */
     struct weft__parker parker;
     uint64_t rng;                 /* victim choice                          */
     uint32_t tick;
@@ -49,21 +68,47 @@ struct weft__worker {
     bool dirty;                   /* ran tasks since it last gave memory
                                      back (pool.c, "Memory")            */
     struct weft__worker *idle_next;
-    /* Timed waits armed by tasks running here (pool.c, "Timers"). */
+    /* Timed waits armed by tasks running here (pool.c, "Timers"); a
+     * spare's stays empty (see home). */
     struct weft__timers timers;
     /* Live-task accounting for drain, written by this worker only. */
     _Atomic int64_t arrived;      /* tasks that got this pool as home here */
     _Atomic int64_t left;         /* tasks of this pool that ended or left */
+    /* The monitor's (monitor.c): set while this worker has run one task
+     * for WEFT__STUCK_NS without a switch (thieves then take its LIFO slot
+     * and its yielded FIFO too); for a spare, whether it is one of the
+     * pool's workers now (active), the worker it covers, and the request
+     * to stop covering (retire: it leaves at its next scheduling point);
+     * for any worker, the spare that covers it. */
+    _Atomic uint32_t stuck;
+    _Atomic uint32_t active;
+    _Atomic uint32_t retire;
+    _Atomic(struct weft__worker *) covers;
+    _Atomic(struct weft__worker *) covered_by;
+    /* A spare's thread (monitor.c, "Spare threads"): none yet, waiting
+     * to cover, covering, or gone (exited after its keep-alive: joined
+     * by the monitor before a new one is made). */
+    _Atomic uint32_t thread_state;
     /* Its counters, for weft_pool_stats (sched/observe.h). */
     struct weft__worker_stats stats;
 };
 
+struct weft__monitor;
+
 struct weft_pool {
+    /* The workers, then the spares made so far (monitor.c): slots
+     * [0, nworkers) are the workers, [nworkers, nslots) spares, each
+     * published (release) before nslots counts it; the array has room
+     * for nworkers + max_spares. */
     struct weft__worker **workers;
     unsigned nworkers;
+    _Atomic unsigned nslots;
+    unsigned max_spares;
     size_t stack_size;
     size_t cache_bytes;            /* kept cached once idle (pool.c)     */
     char name[16];
+    /* Ticks between a busy worker's timer checks (pool.c, service). */
+    uint64_t service_ticks;
 
     /* The global injection queue: wait-free enqueue from any thread. */
     struct cds_wfcq_head inject_head;
@@ -75,6 +120,12 @@ struct weft_pool {
     _Atomic uint32_t nidle;
     weft__spinlock idle_lock;
     struct weft__worker *idle_list;
+    /* Active workers: nworkers plus the spares that cover now (changed
+     * under idle_lock). */
+    _Atomic uint32_t nactive;
+    /* The monitor sleeps until a worker wakes (under idle_lock: a worker
+     * that leaves the idle list wakes it, monitor.c). */
+    bool monitor_asleep;
 
     /* Drain: tasks that got this pool as home on no worker of it. */
     _Atomic int64_t arrived_outside;
@@ -93,11 +144,39 @@ struct weft_pool {
      * Set once; acquire on load pairs with the attaching CAS. */
     _Atomic(struct weft__poller *) poller;
 
+    /* The stuck-worker monitor and its spares, NULL when off (monitor.c). */
+    struct weft__monitor *monitor;
+
     /* The observers' (stats.c, dump.c): when it was made, and its link in
      * the list of pools (under that list's lock). */
     uint64_t made_ns;
     weft_pool *observe_next;
 };
+
+/* The number of worker slots made so far (workers and spares): loops
+ * over queues and counters go to it.  Acquire: the slots it counts are
+ * set up. */
+static inline unsigned weft__pool_slots(weft_pool *p)
+{
+    return atomic_load_explicit(&p->nslots, memory_order_acquire);
+}
+
+/* Whether w should fire its due timers and poll now (pool.c, "Time, not
+ * rounds"): something is armed on its heap or waits on I/O, and its
+ * service interval has passed.  At every scheduling point. */
+static inline bool weft__pool_service_due(struct weft__worker *w)
+{
+    if (atomic_load_explicit(&w->home->next, memory_order_relaxed) ==
+        UINT64_MAX) {
+        /* Acquire: the poller's fields are set up (the attaching CAS). */
+        struct weft__poller *poller =
+            atomic_load_explicit(&w->pool->poller, memory_order_acquire);
+        if (!poller ||
+            !atomic_load_explicit(poller->waiting, memory_order_relaxed))
+            return false;
+    }
+    return weft__ticks() >= w->service_at;
+}
 
 /* The worker running on this thread, or NULL.  Read afresh. */
 static inline struct weft__worker *weft__worker_current(void)

@@ -96,11 +96,13 @@ static void *round_body(void *arg)
 static unsigned queued(void)
 {
     unsigned n = 0;
-    for (unsigned i = 0; i < pool->nworkers; i++) {
+    unsigned slots = weft__pool_slots(pool);
+    for (unsigned i = 0; i < slots; i++) {
         struct weft__worker *w = pool->workers[i];
         n += weft__runq_len(&w->q);
         n += atomic_load(&w->lifo) != NULL;
-        for (struct weft_task *y = w->yielded_head; y; y = y->link)
+        for (struct weft_task *y = atomic_load(&w->yielded.head); y;
+             y = y->link)
             n++;
     }
     n += __atomic_load_n(&pool->inject_tail.p, __ATOMIC_SEQ_CST) !=

@@ -1,0 +1,449 @@
+/*
+ * sched/monitor.c — the monitor of stuck workers (Go's sysmon, without
+ * preemption): one thread per pool that watches the workers, covers one
+ * that is stuck in a task while it holds up other work, recalls the cover
+ * when it comes back, and warns about long stalls (weft/pool.h, "Stuck
+ * workers").
+ *
+ * Watching.  Each worker bumps a counter at every switch to a task and
+ * every inline run (w->switches), and says which task it runs
+ * (w->running): plain stores on its own line, nothing else on the hot
+ * paths.  The monitor samples both every MONITOR_PERIOD_NS and notes when
+ * it first saw the current pair; a worker whose pair has not changed for
+ * WEFT__STUCK_NS (10 ms, Go's forcePreemptNS) is stuck, which it
+ * publishes in w->stuck for the thieves (pool.c, steal_one: a stuck
+ * worker's LIFO slot and yielded FIFO are taken too).  A worker in its
+ * scheduler loop (running NULL) is never stuck.  An inline run (await.c)
+ * counts as a switch: a fork-join body that runs its children as calls
+ * is making scheduling decisions, not stuck in one task.
+ *
+ * Covering.  A stuck worker X holds up other work when
+ *   - its LIFO slot or its yielded FIFO holds a task (only X runs those,
+ *     but for thieves in their last round);
+ *   - its deque holds tasks and some worker sleeps (the push that queued
+ *     them woke nobody, or a searcher missed them: an owner's push has no
+ *     barrier, pool.c) or no worker is free (every active one is stuck);
+ *   - a timer on its heap is due and no worker sleeps (a sleeping worker
+ *     sleeps until the earliest timer of every heap and fires them all);
+ *   - no worker is free and anything is pending in the pool: the global
+ *     queue, an armed timer, a wait on I/O.
+ * Then, if some worker sleeps, the monitor wakes one (weft__pool_kick): a
+ * woken searcher takes X's queued tasks as above.  Else it covers X with a
+ * spare (pool.c, "Spares"), which is one of the pool's workers until X
+ * switches again: it takes X's queued tasks, fires X's heap, and serves
+ * the poller and the global queue like any worker.  At most one cover per
+ * stuck worker, at most max_spares at once; a spare that is stuck itself
+ * while it holds up work gets a cover of its own.  Go's sysmon instead
+ * preempts a goroutine after 10 ms and hands a P to another M after a
+ * system call of 20 us to 10 ms; C code cannot be preempted safely (it
+ * may hold any lock: malloc's, a library's), so here the stuck task keeps
+ * its thread and the pool gets another.
+ *
+ * Recalling.  A spare whose covered worker is no longer stuck (it
+ * switched) is recalled: it leaves at its next scheduling point, handing
+ * what it queued to the global queue (pool.c, spare_leave).
+ *
+ * Sleeping.  While some worker runs a task the monitor wakes every
+ * MONITOR_PERIOD_NS, or sooner when a worker's stall or warning threshold
+ * comes first.  When it sees every worker asleep it sleeps until the
+ * first worker wakes (weft__pool_monitor_may_sleep: the two meet under
+ * idle_lock, pool.c, park_worker), so an idle pool costs it nothing.
+ *
+ * The monitor's own state (the samples) is its alone; what it shares is
+ * atomics: w->stuck, a spare's covers/active/retire, and the counters.
+ */
+#include "sched/monitor.h"
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/compiler.h"
+#include "base/symbols.h"
+#include "sched/probe.h"
+#include "sched/worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MONITOR_PERIOD_NS ((uint64_t)5 * 1000000u)
+
+/* What the monitor last saw of one worker slot. */
+struct watch {
+    uint64_t switches;
+    struct weft_task *task;
+    /* When it first saw this pair (ns; for the dump too: atomic). */
+    _Atomic uint64_t since;
+    bool stuck;
+    bool warned;
+};
+
+struct weft__monitor {
+    weft_pool *pool;
+    pthread_t thread;
+    bool started;
+    struct weft__parker parker;
+    uint64_t warn_ns;              /* 0: no warnings                    */
+    _Atomic uint64_t stalls, covers, spares_made;
+    struct watch watch[];          /* nworkers + max_spares             */
+};
+
+/* ---------------------------------------------------------- warnings */
+
+/* WEFT_STALL_WARN_MS, read once: a number of ms, 1..3600000. */
+static unsigned env_warn_ms(void)
+{
+    const char *s = getenv("WEFT_STALL_WARN_MS");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    unsigned long ms = strtoul(s, &end, 10);
+    return *end || s[0] == '-' || ms > 3600000 ? 0 : (unsigned)ms;
+}
+
+/* Put what the probe saw of a thread (its system call, or computing) in
+ * buf. */
+static void describe_activity(const struct weft__probe *pr, char *buf,
+                              size_t n)
+{
+    if (pr->state == WEFT__PROBE_SYSCALL) {
+        const char *name = weft__syscall_name(pr->nr);
+        if (name)
+            snprintf(buf, n, "in system call %s", name);
+        else
+            snprintf(buf, n, "in system call %ld", pr->nr);
+    } else if (pr->state == WEFT__PROBE_COMPUTING) {
+        snprintf(buf, n, "computing");
+    } else {
+        snprintf(buf, n, "doing what /proc does not say");
+    }
+}
+
+/* One line on stderr: the task, its worker, for how long, what its thread
+ * does, its top frames.  On the monitor's thread. */
+static void warn(struct weft__monitor *m, struct weft__worker *w,
+                 struct weft_task *t, uint64_t quiet)
+{
+    weft_pool *p = m->pool;
+    struct weft__probe pr;
+    uintptr_t low = 0, high = 0;
+    /* The stack is the task's own (a running task has one): read racily,
+     * the probe reads only inside it or its thread's own. */
+    weft__stack st = t->co.stack;
+    if (st.map) {
+        low = (uintptr_t)weft__stack_low(&st);
+        high = (uintptr_t)weft__stack_top(&st);
+    }
+    uint64_t before = atomic_load_explicit(&w->switches, memory_order_relaxed);
+    weft__probe_thread(w->tid, w->thread, low, high, 1, &pr);
+    bool same =
+        atomic_load_explicit(&w->switches, memory_order_relaxed) == before &&
+        atomic_load_explicit(&w->running, memory_order_relaxed) == t;
+    char what[64], name[WEFT__CORO_NAME_MAX], where[32], line[1024];
+    describe_activity(&pr, what, sizeof what);
+    const char *n = t->co.name;
+    size_t i = 0;
+    for (; n && i < sizeof name - 1 && n[i]; i++)
+        name[i] = n[i];
+    name[i] = '\0';
+    if (w->index < p->nworkers)
+        snprintf(where, sizeof where, "worker %u", w->index);
+    else
+        snprintf(where, sizeof where, "spare %u", w->index - p->nworkers);
+    int len = snprintf(line, sizeof line,
+                       "weft: task %llu \"%s\" has run %.0f ms without a "
+                       "switch on %s of pool \"%s\", %s",
+                       (unsigned long long)atomic_load_explicit(
+                           &t->co.id, memory_order_relaxed),
+                       name, (double)quiet / 1e6, where, p->name, what);
+    if (same && pr.npcs) {
+        struct weft__syms syms;
+        weft__syms_open(&syms);
+        for (unsigned k = 0; k < pr.npcs && k < 4 && len > 0 &&
+                             (size_t)len < sizeof line;
+             k++) {
+            char fn[256];
+            weft__syms_name(&syms, pr.pcs[k], k > 0, fn, sizeof fn);
+            /* The function, without the module (the dump has those). */
+            char *sp = strchr(fn, ' ');
+            if (sp)
+                *sp = '\0';
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s",
+                            k ? " <" : ":", fn);
+        }
+        weft__syms_close(&syms);
+    }
+    fprintf(stderr, "%s\n", line);
+}
+
+/* --------------------------------------------------------- the policy */
+
+struct pool_view {
+    uint64_t now;
+    unsigned nidle;
+    unsigned nfree;       /* active workers that are not stuck */
+    bool pending;         /* global queue, armed timer, I/O wait */
+};
+
+static bool anything_pending(weft_pool *p)
+{
+    if (__atomic_load_n(&p->inject_tail.p, __ATOMIC_RELAXED) !=
+        &p->inject_head.node)
+        return true;
+    for (unsigned i = 0; i < p->nworkers; i++)
+        if (weft__timers_next(&p->workers[i]->timers) != UINT64_MAX)
+            return true;
+    struct weft__poller *poller = weft__pool_poller(p);
+    return poller &&
+           atomic_load_explicit(poller->waiting, memory_order_relaxed);
+}
+
+/* Whether stuck worker x holds up other work (see the top). */
+static bool holds_up(struct weft__worker *x, const struct pool_view *v)
+{
+    if (atomic_load_explicit(&x->lifo, memory_order_relaxed) ||
+        !weft__yielded_looks_empty(&x->yielded))
+        return true;
+    if (weft__runq_len(&x->q) && (v->nidle || !v->nfree))
+        return true;
+    if (!v->nidle && weft__timers_next(x->home) <= v->now)
+        return true;
+    return !v->nfree && v->pending;
+}
+
+/* A spare to cover with: one that is free (not covering, not leaving),
+ * else a new one; NULL at the bound. */
+static struct weft__worker *free_spare(weft_pool *p)
+{
+    unsigned n = weft__pool_slots(p);
+    for (unsigned i = p->nworkers; i < n; i++) {
+        struct weft__worker *s = p->workers[i];
+        if (!atomic_load_explicit(&s->active, memory_order_relaxed) &&
+            atomic_load_explicit(&s->thread_state, memory_order_acquire) !=
+                WEFT__SPARE_COVERING)
+            return s;
+    }
+    return weft__pool_spare_add(p);
+}
+
+static void cover(struct weft__monitor *m, struct weft__worker *x)
+{
+    struct weft__worker *s = free_spare(m->pool);
+    if (!s)
+        return; /* at the bound: x waits, as without a monitor */
+    uint32_t before =
+        atomic_load_explicit(&s->thread_state, memory_order_relaxed);
+    if (weft__pool_spare_cover(s, x) != 0)
+        return; /* tried again next period */
+    atomic_fetch_add_explicit(&m->covers, 1, memory_order_relaxed);
+    if (before != WEFT__SPARE_WAITING)
+        atomic_fetch_add_explicit(&m->spares_made, 1, memory_order_relaxed);
+}
+
+/* One look at every worker; returns when to look next (ns), or 0 if no
+ * worker runs a task. */
+static uint64_t look(struct weft__monitor *m)
+{
+    weft_pool *p = m->pool;
+    struct pool_view v = {.now = weft__now_ns()};
+    uint64_t next = v.now + MONITOR_PERIOD_NS;
+    bool running = false;
+    unsigned n = weft__pool_slots(p);
+
+    for (unsigned i = 0; i < n; i++) {
+        struct weft__worker *w = p->workers[i];
+        struct watch *wa = &m->watch[i];
+        if (!atomic_load_explicit(&w->active, memory_order_relaxed)) {
+            wa->task = NULL;
+            wa->stuck = false;
+            atomic_store_explicit(&wa->since, 0, memory_order_relaxed);
+            continue;
+        }
+        uint64_t sw = atomic_load_explicit(&w->switches, memory_order_relaxed);
+        struct weft_task *t =
+            atomic_load_explicit(&w->running, memory_order_relaxed);
+        if (sw != wa->switches || t != wa->task || !t) {
+            wa->switches = sw;
+            wa->task = t;
+            wa->warned = false;
+            atomic_store_explicit(&wa->since, t ? v.now : 0,
+                                  memory_order_relaxed);
+            if (wa->stuck) {
+                wa->stuck = false;
+                atomic_store_explicit(&w->stuck, 0, memory_order_relaxed);
+            }
+            running |= t != NULL;
+            v.nfree++;
+            continue;
+        }
+        running = true;
+        uint64_t since = atomic_load_explicit(&wa->since, memory_order_relaxed);
+        uint64_t quiet = v.now - since;
+        if (m->warn_ns && !wa->warned) {
+            if (quiet >= m->warn_ns) {
+                wa->warned = true;
+                warn(m, w, t, quiet);
+            } else if (since + m->warn_ns < next) {
+                next = since + m->warn_ns;
+            }
+        }
+        if (quiet < WEFT__STUCK_NS) {
+            if (since + WEFT__STUCK_NS < next)
+                next = since + WEFT__STUCK_NS;
+            v.nfree++;
+            continue;
+        }
+        if (!wa->stuck) {
+            wa->stuck = true;
+            atomic_store_explicit(&w->stuck, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&m->stalls, 1, memory_order_relaxed);
+        }
+    }
+
+    v.nidle = atomic_load_explicit(&p->nidle, memory_order_relaxed);
+    v.pending = anything_pending(p);
+    for (unsigned i = 0; i < n; i++) {
+        struct weft__worker *w = p->workers[i];
+        if (!m->watch[i].stuck ||
+            atomic_load_explicit(&w->covered_by, memory_order_relaxed) ||
+            !holds_up(w, &v))
+            continue;
+        if (v.nidle)
+            weft__pool_kick(p);
+        else
+            cover(m, w);
+    }
+
+    /* Recall the spares whose worker came back. */
+    for (unsigned i = p->nworkers; i < n; i++) {
+        struct weft__worker *s = p->workers[i];
+        if (!atomic_load_explicit(&s->active, memory_order_relaxed) ||
+            atomic_load_explicit(&s->retire, memory_order_relaxed))
+            continue;
+        struct weft__worker *x =
+            atomic_load_explicit(&s->covers, memory_order_relaxed);
+        if (!x || !m->watch[x->index].stuck)
+            weft__pool_spare_recall(s);
+    }
+    return running ? next : 0;
+}
+
+static void *monitor_main(void *arg)
+{
+    struct weft__monitor *m = arg;
+    weft_pool *p = m->pool;
+    char name[32];
+    snprintf(name, sizeof name, "%s-mon", p->name);
+    name[15] = '\0';
+    pthread_setname_np(pthread_self(), name);
+    unsigned still = 0; /* looks in a row that found no task running */
+    while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {
+        uint64_t next = look(m);
+        if (next) {
+            still = 0;
+            weft__parker_park(&m->parker, next, 0);
+            continue;
+        }
+        /* Nothing ran at two looks in a row: sleep until a worker wakes,
+         * if they all sleep now. */
+        if (++still >= 2 && weft__pool_monitor_may_sleep(p)) {
+            still = 0;
+            weft__parker_park(&m->parker, 0, 0);
+        } else {
+            weft__parker_park(&m->parker, weft__now_ns() + MONITOR_PERIOD_NS,
+                              0);
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+int weft__monitor_make(weft_pool *p, unsigned stall_warn_ms)
+{
+    size_t slots = (size_t)p->nworkers + p->max_spares;
+    struct weft__monitor *m =
+        weft__calloc(1, sizeof *m + slots * sizeof m->watch[0]);
+    if (!m)
+        return -ENOMEM;
+    m->pool = p;
+    weft__parker_init(&m->parker);
+    unsigned ms = stall_warn_ms ? stall_warn_ms : env_warn_ms();
+    m->warn_ns = (uint64_t)ms * 1000000u;
+    p->monitor = m;
+    return 0;
+}
+
+int weft__monitor_start(weft_pool *p)
+{
+    struct weft__monitor *m = p->monitor;
+    if (weft__pthread_create(&m->thread, NULL, monitor_main, m) != 0)
+        return -EAGAIN;
+    m->started = true;
+    return 0;
+}
+
+void weft__monitor_wake(weft_pool *p)
+{
+    if (p->monitor)
+        weft__parker_unpark(&p->monitor->parker);
+}
+
+void weft__monitor_stop(weft_pool *p)
+{
+    struct weft__monitor *m = p->monitor;
+    if (!m)
+        return;
+    if (m->started) {
+        weft__parker_unpark(&m->parker);
+        pthread_join(m->thread, NULL);
+        m->started = false;
+    }
+    unsigned n = weft__pool_slots(p);
+    for (unsigned i = p->nworkers; i < n; i++)
+        weft__pool_spare_join(p->workers[i]);
+}
+
+void weft__monitor_free(weft_pool *p)
+{
+    struct weft__monitor *m = p->monitor;
+    if (!m)
+        return;
+    weft__parker_fini(&m->parker);
+    free(m);
+    p->monitor = NULL;
+}
+
+/* --------------------------------------------------------- observers */
+
+void weft__monitor_counts(weft_pool *p, struct weft__monitor_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    struct weft__monitor *m = p->monitor;
+    if (!m)
+        return;
+    out->stalls = atomic_load_explicit(&m->stalls, memory_order_relaxed);
+    out->covers = atomic_load_explicit(&m->covers, memory_order_relaxed);
+    out->spares_made =
+        atomic_load_explicit(&m->spares_made, memory_order_relaxed);
+    unsigned n = weft__pool_slots(p);
+    for (unsigned i = p->nworkers; i < n; i++) {
+        struct weft__worker *s = p->workers[i];
+        out->spares_active +=
+            atomic_load_explicit(&s->active, memory_order_relaxed);
+        uint32_t st =
+            atomic_load_explicit(&s->thread_state, memory_order_relaxed);
+        out->spare_threads +=
+            st == WEFT__SPARE_WAITING || st == WEFT__SPARE_COVERING;
+    }
+}
+
+uint64_t weft__monitor_running_since(weft_pool *p,
+                                     const struct weft__worker *w)
+{
+    struct weft__monitor *m = p->monitor;
+    if (!m || w->index >= p->nworkers + p->max_spares)
+        return 0;
+    return atomic_load_explicit(&m->watch[w->index].since,
+                                memory_order_relaxed);
+}
