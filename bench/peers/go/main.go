@@ -613,7 +613,13 @@ func latency(load string, n uint64, threads int) error {
 		}
 	}
 	wg.Wait()
-	<-tickerDone
+	// As weft's: a ticker still asleep 1 s after the load ended has a timer
+	// that does not fire; fail rather than hang.
+	select {
+	case <-tickerDone:
+	case <-time.After(time.Second):
+		return fmt.Errorf("%s: the ticker was still asleep 1 s after the load ended", load)
+	}
 	elapsed := time.Since(t0)
 	cpu := cpuNow() - c0
 	if atomic.LoadInt32(&writeFailed) != 0 {
