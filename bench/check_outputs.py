@@ -2,15 +2,17 @@
 """check_outputs.py WEFT_BENCH OUTDIR [--plot]
 
 A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
-runs `WEFT_BENCH --quick --only switch,memory,fib,yield,idle,echo --sweep
-1,2 --json F [--plot G]` and checks the JSON against the schema documented
-in bench/README.md (weft-bench/4): every key there, types, states, one run
-value per run for measured implementations (and per extra figure: echo's
-latency percentiles and CPU time, yield's CPU time, idle's wait), min <=
-median <= max, weft's ratio 1, echo alone higher-is-better, one cell per
-worker count for the pooled workloads and one for the others, idle (no
-speed) left out of the scaling table; and, with --plot, that an SVG with
-the chart was written, with a scaling panel for fib and none for idle.
+runs `WEFT_BENCH --quick --only
+switch,memory,fib,yield,idle,latency-read,echo --sweep 1,2 --json F [--plot
+G]` and checks the JSON against the schema documented in bench/README.md
+(weft-bench/4): every key there, types, states, one run value per run for
+measured implementations (and per extra figure: echo's latency percentiles
+and CPU time, yield's CPU time, idle's wait, latency-read's percentiles,
+ticks and CPU time), min <= median <= max, weft's ratio 1, echo alone
+higher-is-better, one cell per worker count for the pooled workloads and
+one for the others, idle and latency-read (no speed) left out of the
+scaling table; and, with --plot, that an SVG with the chart was written,
+with a scaling panel for fib and none for idle or latency-read.
 Exits 1 with the first mismatch.
 """
 import json
@@ -32,6 +34,10 @@ def need(obj, key, kind, where):
     return obj[key]
 
 
+# The pooled workloads of the run: one cell per worker count of the sweep.
+POOLED = ("fib", "yield", "idle", "latency-read", "echo")
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         fail("usage: check_outputs.py WEFT_BENCH OUTDIR [--plot]")
@@ -43,7 +49,8 @@ def main():
     for p in (jpath, spath):
         if os.path.exists(p):
             os.remove(p)
-    cmd = [bench, "--quick", "--only", "switch,memory,fib,yield,idle,echo",
+    cmd = [bench, "--quick", "--only",
+           "switch,memory,fib,yield,idle,latency-read,echo",
            "--sweep", "1,2", "--json", jpath]
     if plot:
         cmd += ["--plot", spath]
@@ -57,8 +64,10 @@ def main():
         fail("no scaling table in the output of a sweep")
     scaling = r.stdout.split("scaling: speed-up over 1 worker", 1)[1]
     rows = [l.split()[0] for l in scaling.splitlines()[1:] if l[:1].strip()]
-    if "fib" not in rows or "yield" not in rows or "idle" in rows:
-        fail("scaling table rows %r: want fib and yield, not idle" % rows)
+    if ("fib" not in rows or "yield" not in rows or "idle" in rows
+            or "latency-read" in rows):
+        fail("scaling table rows %r: want fib and yield, not idle or "
+             "latency-read" % rows)
 
     with open(jpath) as f:
         d = json.load(f)
@@ -111,7 +120,9 @@ def main():
             vals = need(i, "runs", list, where)
             extra = need(i, "extra", dict, where)
             want_extra = {"echo": ["cpu", "p50", "p99"], "yield": ["cpu"],
-                          "idle": ["wait"]}.get(w, [])
+                          "idle": ["wait"],
+                          "latency-read": ["cpu", "p50", "p99", "ticks"],
+                          }.get(w, [])
             if sorted(extra) != want_extra:
                 fail("%s: extra figures %r" % (where, sorted(extra)))
             for name, e in extra.items():
@@ -130,11 +141,11 @@ def main():
                     fail("%s: weft's ratio is %r" % (where, i["ratio"]))
             elif state == "skipped" and not i.get("why"):
                 fail("%s: skipped without a reason" % where)
-        if pooled != (w in ("fib", "yield", "idle", "echo")):
+        if pooled != (w in POOLED):
             fail("%s: pooled is %r" % (w, pooled))
-    if sorted(seen) != ["echo", "fib", "idle", "memory", "switch", "yield"]:
+    if sorted(seen) != sorted(POOLED + ("memory", "switch")):
         fail("workloads in the JSON: %r" % sorted(seen))
-    if (any(sorted(seen[w]) != [1, 2] for w in ("fib", "yield", "idle", "echo"))
+    if (any(sorted(seen[w]) != [1, 2] for w in POOLED)
             or seen["switch"] != [1] or seen["memory"] != [1]):
         fail("cells per worker count: %r" % seen)
 
@@ -145,8 +156,9 @@ def main():
             fail("%s is not the chart" % spath)
         if "fib: speed-up over 1 worker" not in svg:
             fail("%s has no scaling panel for fib" % spath)
-        if "idle: speed-up" in svg:
-            fail("%s has a scaling panel for idle (no speed)" % spath)
+        for w in ("idle", "latency-read"):
+            if w + ": speed-up" in svg:
+                fail("%s has a scaling panel for %s (no speed)" % (spath, w))
     print("check_outputs: JSON%s as documented" % (" and plot" if plot else ""))
 
 

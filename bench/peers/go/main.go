@@ -70,6 +70,31 @@
 //	            a channel for a goroutine that time.Sleeps N ms: CPU ms per
 //	            second of that is the extra figure `wait`.  Check: 3 (both
 //	            bursts' sums right, the goroutine slept N ms).
+//	latency-yield, latency-cpu, latency-read  (wl_latency.c) A ticker
+//	            goroutine loops time.Sleep(time.Millisecond) for N ms (at
+//	            least once) and records each wake-up's lateness (time asleep
+//	            - 1 ms); the main goroutine waits until the ticker has
+//	            started, then starts the load and joins it (WaitGroup) and
+//	            the ticker.  The loads: latency-yield, 200 goroutines each
+//	            looping { 1 ms of float64 arithmetic; runtime.Gosched() }
+//	            until the window ends (at least once); latency-cpu, THREADS
+//	            goroutines each computing N ms with no call that yields (Go
+//	            preempts them asynchronously: that is its answer, measured);
+//	            latency-read, THREADS goroutines each in syscall.Read of one
+//	            byte on its own blocking pipe from syscall.Pipe2 (os.Pipe's
+//	            reads would go through the netpoller instead of blocking in
+//	            the system call), and a writer goroutine that time.Sleeps
+//	            until the window ends, then writes byte i + 1 into pipe i
+//	            (Go has no plain thread; a sleeping goroutine holds no P).
+//	            The arithmetic is weft's: blocks of the Basel partial sum
+//	            (1 / i^2, i = 1..1000), each checked against the sum computed
+//	            before the clock, the clock read between blocks.  Value: the
+//	            worst lateness in ms; extras p50 and p99 in ms (nearest rank),
+//	            ticks (wake-ups as a percentage of N) and cpu (CPU ms per
+//	            second from the clock's start to the last join).  Check: the
+//	            load goroutines whose work checked out (every block right and
+//	            at least one; a reader got its own byte), + 1 if the ticker
+//	            woke at least once and never before its 1 ms.
 //	memory,     N goroutines each count themselves and block receiving
 //	memory-1m   from one channel, so all N are parked at once; bytes of RSS
 //	            per goroutine: (RSS with N parked - RSS before) / N, RSS from
@@ -81,6 +106,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -424,6 +450,204 @@ func idle(ms uint64) (float64, float64, uint64) {
 	return cpuMsPerSec(c1-c0, d1), cpuMsPerSec(c3-c2, d3), check
 }
 
+const (
+	latencyTick     = time.Millisecond
+	latencyYielders = 200
+	baselTerms      = 1000
+)
+
+// baselTermsVar is read by every block, so that the compiler cannot fold
+// the blocks of a slice into one.
+var baselTermsVar = baselTerms
+
+// baselBlock is one block of the latency loads' arithmetic: the sum of
+// 1 / i^2 for i = 1..terms.
+//
+//go:noinline
+func baselBlock(terms int) float64 {
+	sum := 0.0
+	for i := 1; i <= terms; i++ {
+		x := float64(i)
+		sum += 1 / (x * x)
+	}
+	return sum
+}
+
+// latencyLoader is one goroutine of a latency load.
+type latencyLoader struct {
+	blocks, wrong uint64
+	ok            bool
+}
+
+// crunchUntil computes blocks until d has passed since start (at least one).
+func (l *latencyLoader) crunchUntil(start time.Time, d time.Duration, ref float64) {
+	for {
+		if baselBlock(baselTermsVar) != ref {
+			l.wrong++
+		}
+		l.blocks++
+		if time.Since(start) >= d {
+			return
+		}
+	}
+}
+
+// percentileMs is the ceil(pct n / 100)-th smallest of sorted (n > 0), in ms.
+func percentileMs(sorted []time.Duration, pct int) float64 {
+	rank := (len(sorted)*pct + 99) / 100
+	if rank > 0 {
+		rank--
+	}
+	return float64(sorted[rank].Nanoseconds()) / 1e6
+}
+
+// latency runs one of the latency workloads and prints its result line.
+func latency(load string, n uint64, threads int) error {
+	window := time.Duration(n) * time.Millisecond
+	ref := baselBlock(baselTermsVar)
+	nload := threads
+	if load == "latency-yield" {
+		nload = latencyYielders
+	}
+	loaders := make([]latencyLoader, nload)
+	var pipes [][2]int
+	if load == "latency-read" {
+		pipes = make([][2]int, nload)
+		for i := range pipes {
+			if err := syscall.Pipe2(pipes[i][:], syscall.O_CLOEXEC); err != nil {
+				return fmt.Errorf("pipe2: %v", err)
+			}
+		}
+		defer func() {
+			for _, p := range pipes {
+				syscall.Close(p[0])
+				syscall.Close(p[1])
+			}
+		}()
+	}
+	// Every wake-up takes at least 1 ms: at most N end inside the window,
+	// and the last one may end after it.
+	late := make([]time.Duration, 0, n+1)
+	var early uint64
+	var writeFailed int32
+	started := make(chan struct{})
+	tickerDone := make(chan struct{})
+
+	c0 := cpuNow()
+	t0 := time.Now()
+	end := t0.Add(window)
+	go func() {
+		close(started)
+		for {
+			s := time.Now()
+			time.Sleep(latencyTick)
+			if d := time.Since(s); d < latencyTick {
+				early++
+			} else {
+				late = append(late, d-latencyTick)
+			}
+			if !time.Now().Before(end) || len(late) == cap(late) {
+				break
+			}
+		}
+		close(tickerDone)
+	}()
+	<-started
+	if load == "latency-read" {
+		go func() {
+			time.Sleep(time.Until(end))
+			for i, p := range pipes {
+				b := []byte{byte(i + 1)}
+				for {
+					w, err := syscall.Write(p[1], b)
+					if err == syscall.EINTR {
+						continue
+					}
+					if err != nil || w != 1 {
+						// Its reader then reads end of file: no hang.
+						atomic.StoreInt32(&writeFailed, 1)
+						syscall.Close(p[1])
+					}
+					break
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	wg.Add(nload)
+	for i := range loaders {
+		l := &loaders[i]
+		switch load {
+		case "latency-yield":
+			go func() {
+				defer wg.Done()
+				for {
+					l.crunchUntil(time.Now(), latencyTick, ref)
+					runtime.Gosched()
+					if !time.Now().Before(end) {
+						break
+					}
+				}
+				l.ok = l.blocks > 0 && l.wrong == 0
+			}()
+		case "latency-cpu":
+			go func() {
+				defer wg.Done()
+				l.crunchUntil(time.Now(), window, ref)
+				l.ok = l.blocks > 0 && l.wrong == 0
+			}()
+		case "latency-read":
+			fd, want := pipes[i][0], byte(i+1)
+			go func() {
+				defer wg.Done()
+				var b [1]byte
+				for {
+					r, err := syscall.Read(fd, b[:])
+					if err == syscall.EINTR {
+						continue
+					}
+					l.ok = err == nil && r == 1 && b[0] == want
+					break
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	// As weft's: a ticker still asleep 1 s after the load ended has a timer
+	// that does not fire; fail rather than hang.
+	select {
+	case <-tickerDone:
+	case <-time.After(time.Second):
+		return fmt.Errorf("%s: the ticker was still asleep 1 s after the load ended", load)
+	}
+	elapsed := time.Since(t0)
+	cpu := cpuNow() - c0
+	if atomic.LoadInt32(&writeFailed) != 0 {
+		return fmt.Errorf("%s: a write to a pipe failed", load)
+	}
+
+	var check uint64
+	for i := range loaders {
+		if loaders[i].ok {
+			check++
+		}
+	}
+	var max, p50, p99 float64
+	if len(late) > 0 {
+		sort.Slice(late, func(a, b int) bool { return late[a] < late[b] })
+		max = float64(late[len(late)-1].Nanoseconds()) / 1e6
+		p50 = percentileMs(late, 50)
+		p99 = percentileMs(late, 99)
+		if early == 0 {
+			check++
+		}
+	}
+	ticks := 100 * float64(len(late)) / float64(n)
+	fmt.Printf("result %.9g %d %.9g %.9g %.9g %.9g\n", max, check, p50, p99,
+		ticks, cpuMsPerSec(cpu, elapsed))
+	return nil
+}
+
 // rssBytes reads the resident set from /proc/self/statm (second field, pages).
 func rssBytes() (int64, error) {
 	data, err := os.ReadFile("/proc/self/statm")
@@ -500,6 +724,17 @@ func main() {
 		warm(int(threads))
 		value, wait, check := idle(n)
 		fmt.Printf("result %.9g %d %.9g\n", value, check, wait)
+		return
+	}
+
+	if workload == "latency-yield" || workload == "latency-cpu" ||
+		workload == "latency-read" {
+		runtime.GOMAXPROCS(int(threads))
+		warm(int(threads))
+		if err := latency(workload, n, int(threads)); err != nil {
+			fmt.Fprintln(os.Stderr, "peer-go:", err)
+			os.Exit(exitFailed)
+		}
 		return
 	}
 
