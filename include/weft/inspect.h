@@ -91,7 +91,7 @@ struct weft_pool_stats {
      * (one per stall), spares sent to cover one, spare threads started;
      * now: spares covering, spare threads alive (covering or waiting to).
      * The counters of the spares' work (runs, steals...) are in the sums
-     * above. */
+     * above, but for their time (busy_ns, idle_ns): the workers'. */
     uint64_t stalls, covers, spares_started, spares_active, spare_threads;
 };
 
@@ -108,8 +108,12 @@ struct weft_pool_stats {
 WEFT_API int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out);
 
 /* weft_pool_worker_stats - the same for worker `index` (0 to
- * weft_pool_threads(pool) - 1) alone.  Returns 0, -EINVAL (pool or out
- * NULL, index out of range, or out->size too small). */
+ * weft_pool_threads(pool) - 1) alone, or for spare index - threads
+ * (weft/pool.h, "Stuck workers"; pool stats' spares_started says how many
+ * there have been at most: a spare slot is reused, and its counters go
+ * on; its busy_ns and idle_ns are 0).  Returns 0, -EINVAL (pool or out
+ * NULL, index beyond the workers and the spares made so far, or out->size
+ * too small). */
 WEFT_API int weft_pool_worker_stats(weft_pool *pool, unsigned index,
                                     struct weft_worker_stats *out);
 

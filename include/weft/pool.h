@@ -24,7 +24,8 @@
  * stuck worker's queued tasks, fires its timers and serves the poller,
  * and leaves once the stuck task switches again.  Spare threads are made
  * when first needed, at most `spares` at once, and one that has waited
- * 10 s for a stuck worker to cover exits.  The stuck task itself goes on
+ * 10 s for a stuck worker to cover exits (the environment's
+ * WEFT_SPARE_IDLE_MS, 1..3600000, sets that time).  The stuck task itself goes on
  * where it is.  The monitor sleeps while every worker sleeps, and costs a
  * busy pool one wake-up of its thread every 5 ms.  weft_pool_dump shows
  * what a stuck worker runs (weft/inspect.h); stall_warn_ms, or the

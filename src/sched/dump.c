@@ -49,6 +49,8 @@
 #include "base/compiler.h"
 #include "base/symbols.h"
 #include "ctx/unwind.h"
+#include "sched/monitor.h"
+#include "sched/probe.h"
 #include "sched/task.h"
 #include "sched/wait.h"
 #include "sched/worker.h"
@@ -60,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ----------------------------------------------------- the snapshot */
@@ -196,9 +199,114 @@ struct dump {
     unsigned tasks;
 };
 
-static void print_snap(struct dump *d, const struct weft__snap *s)
+/* A running task: the worker whose `running` names it (a spare's too),
+ * or NULL (it is switching, or its body runs inline on another task). */
+static struct weft__worker *running_on(const weft_pool *pool,
+                                       const struct weft_task *t)
+{
+    unsigned n = weft__pool_slots((weft_pool *)pool);
+    for (unsigned i = 0; i < n; i++) {
+        struct weft__worker *w = pool->workers[i];
+        if (atomic_load_explicit(&w->running, memory_order_relaxed) == t)
+            return w;
+    }
+    return NULL;
+}
+
+static void put_worker(char *buf, size_t n, const weft_pool *pool,
+                       const struct weft__worker *w)
+{
+    if (w->index < pool->nworkers) {
+        snprintf(buf, n, "worker %u", w->index);
+        return;
+    }
+    const struct weft__worker *x =
+        atomic_load_explicit(&w->covers, memory_order_relaxed);
+    if (x && x->index < pool->nworkers)
+        snprintf(buf, n, "spare %u (covering worker %u)",
+                 w->index - pool->nworkers, x->index);
+    else
+        snprintf(buf, n, "spare %u", w->index - pool->nworkers);
+}
+
+/*
+ * What a running task's thread does (sched/probe.h): its system call or
+ * "computing", and its stack.  Read while the task runs on, so the probe
+ * is checked afterwards: the worker must still run the same task, with no
+ * switch in between, or the stack shown could be another's.  The record
+ * stays mapped (the dump holds the records' walk); its stack bounds may be
+ * stale, which the probe survives (it reads the stack only through
+ * process_vm_readv, or from the thread itself).
+ */
+WEFT_RACY_READS static void print_running(struct dump *d,
+                                          struct weft_task *t,
+                                          struct weft__worker *w)
+{
+    pid_t tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
+    if (tid == (pid_t)syscall(SYS_gettid)) {
+        fprintf(d->out, "  this is the task that calls weft_pool_dump\n");
+        return;
+    }
+    weft__stack st = t->co.stack;
+    uintptr_t low = 0, high = 0;
+    if (st.map) {
+        low = (uintptr_t)weft__stack_low(&st);
+        high = (uintptr_t)weft__stack_top(&st);
+    }
+    uint64_t before = atomic_load_explicit(&w->switches, memory_order_relaxed);
+    struct weft__probe pr;
+    weft__probe_thread(tid, w->thread, low, high, 1, &pr);
+    bool same =
+        atomic_load_explicit(&w->switches, memory_order_relaxed) == before &&
+        atomic_load_explicit(&w->running, memory_order_relaxed) == t;
+    if (pr.state == WEFT__PROBE_SYSCALL) {
+        const char *name = weft__syscall_name(pr.nr);
+        if (name)
+            fprintf(d->out, "  in system call %s (first argument %llu)\n",
+                    name, (unsigned long long)pr.arg0);
+        else
+            fprintf(d->out, "  in system call %ld\n", pr.nr);
+    } else if (pr.state == WEFT__PROBE_COMPUTING) {
+        fprintf(d->out, "  computing\n");
+    }
+    if (!same) {
+        fprintf(d->out, "  (it switched while its stack was read)\n");
+        return;
+    }
+    if (!pr.npcs && pr.no_stack)
+        fprintf(d->out, "  no stack: %s\n", pr.no_stack);
+    for (unsigned i = 0; i < pr.npcs; i++) {
+        char fn[256];
+        weft__syms_name(&d->syms, pr.pcs[i], i > 0, fn, sizeof fn);
+        fprintf(d->out, "  #%-2u %s\n", i, fn);
+    }
+}
+
+static void print_snap(struct dump *d, const struct weft__snap *s,
+                       struct weft_task *t)
 {
     char state[96], when[32];
+    struct weft__worker *on = NULL;
+    if (!s->waiting && s->lifecycle == WEFT__T_RUNNING && d->pool)
+        on = running_on(d->pool, t);
+    if (on) {
+        /* How long since its last switch, as the monitor saw it. */
+        uint64_t since =
+            weft__monitor_running_since((weft_pool *)d->pool, on);
+        if (since && d->now_ns > since) {
+            put_duration(when, sizeof when, (double)(d->now_ns - since));
+            snprintf(state, sizeof state, "running, %s without a switch",
+                     when);
+        } else {
+            snprintf(state, sizeof state, "running");
+        }
+        char where[64];
+        put_worker(where, sizeof where, d->pool, on);
+        fprintf(d->out, "task %llu \"%s\" [%s] %s\n",
+                (unsigned long long)s->id, s->name, state, where);
+        print_running(d, t, on);
+        return;
+    }
     if (s->waiting) {
         const char *name = s->kind ? s->kind->name : "wait";
         if (s->since && d->now_ticks > s->since) {
@@ -216,9 +324,13 @@ static void print_snap(struct dump *d, const struct weft__snap *s)
     }
     fprintf(d->out, "task %llu \"%s\" [%s]", (unsigned long long)s->id,
             s->name, state);
-    for (unsigned i = 0; s->waiting && d->pool && i < d->pool->nworkers; i++)
-        if (d->pool->workers[i] == s->ran_on)
-            fprintf(d->out, " worker %u", i);
+    unsigned slots = d->pool ? weft__pool_slots((weft_pool *)d->pool) : 0;
+    for (unsigned i = 0; s->waiting && i < slots; i++)
+        if (d->pool->workers[i] == s->ran_on) {
+            char where[64];
+            put_worker(where, sizeof where, d->pool, d->pool->workers[i]);
+            fprintf(d->out, " %s", where);
+        }
     fputc('\n', d->out);
     if (!s->waiting)
         return;
@@ -308,7 +420,7 @@ static void dump_tasks(struct dump *d, const weft_pool *pool)
     for (size_t i = 0; i < n; i++) {
         if (!weft__snap_take(all[i].t, pool, &s, true))
             continue;
-        print_snap(d, &s);
+        print_snap(d, &s, all[i].t);
         d->tasks++;
     }
     free(all);
@@ -333,8 +445,15 @@ static void dump_pool(struct dump *d, weft_pool *pool)
 {
     d->tasks = 0;
     d->pool = pool;
-    fprintf(d->out, "weft pool \"%s\" (%u workers):\n", pool->name,
-            pool->nworkers);
+    struct weft__monitor_counts mc;
+    weft__monitor_counts(pool, &mc);
+    if (mc.spares_active)
+        fprintf(d->out, "weft pool \"%s\" (%u workers, %llu spares covering):\n",
+                pool->name, pool->nworkers,
+                (unsigned long long)mc.spares_active);
+    else
+        fprintf(d->out, "weft pool \"%s\" (%u workers):\n", pool->name,
+                pool->nworkers);
     dump_tasks(d, pool);
     fprintf(d->out, "%u live tasks\n\n", d->tasks);
 }

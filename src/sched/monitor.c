@@ -62,11 +62,17 @@
 #include "sched/worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MONITOR_PERIOD_NS ((uint64_t)5 * 1000000u)
+/* A timer this late on the heap of a worker that runs a task says that
+ * worker has not passed a scheduling point since it came due. */
+#define TIMER_SLACK_NS ((uint64_t)1000000u)
 
 /* What the monitor last saw of one worker slot. */
 struct watch {
@@ -76,6 +82,13 @@ struct watch {
     _Atomic uint64_t since;
     bool stuck;
     bool warned;
+    /* The switch count at which /proc last said "computing" (not blocked
+     * in the kernel), and when: read again after a period. */
+    uint64_t computing_at_switches;
+    uint64_t computing_seen;
+    /* While it computes: its thread's CPU time at mark_at (0: none yet),
+     * to tell computing from waiting for a CPU (stuck_now). */
+    uint64_t mark_at, cpu_at_mark;
 };
 
 struct weft__monitor {
@@ -135,7 +148,8 @@ static void warn(struct weft__monitor *m, struct weft__worker *w,
         high = (uintptr_t)weft__stack_top(&st);
     }
     uint64_t before = atomic_load_explicit(&w->switches, memory_order_relaxed);
-    weft__probe_thread(w->tid, w->thread, low, high, 1, &pr);
+    weft__probe_thread(atomic_load_explicit(&w->tid, memory_order_relaxed),
+                       w->thread, low, high, 1, &pr);
     bool same =
         atomic_load_explicit(&w->switches, memory_order_relaxed) == before &&
         atomic_load_explicit(&w->running, memory_order_relaxed) == t;
@@ -177,6 +191,95 @@ static void warn(struct weft__monitor *m, struct weft__worker *w,
 }
 
 /* --------------------------------------------------------- the policy */
+
+/* Whether thread tid sleeps in the kernel (state S or D in
+ * /proc/self/task/TID/stat: a blocking system call, a futex of a pthread
+ * mutex), as opposed to running or waiting for a CPU. */
+static bool blocked_in_kernel(pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/stat", (long)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    /* "PID (NAME) STATE ...": the name may hold spaces and parentheses. */
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
+}
+
+/* A worker that has not switched for a while: stuck now if it sleeps in
+ * the kernel (a worker that computes gets WEFT__STUCK_NS).  /proc is read
+ * at most once a period per stall while it says "computing". */
+static bool blocked_now(struct watch *wa, struct weft__worker *w,
+                        uint64_t now)
+{
+    if (wa->computing_at_switches == wa->switches && wa->computing_seen &&
+        now - wa->computing_seen < MONITOR_PERIOD_NS)
+        return false;
+    if (blocked_in_kernel(atomic_load_explicit(&w->tid, memory_order_relaxed)))
+        return true;
+    wa->computing_at_switches = wa->switches;
+    wa->computing_seen = now;
+    return false;
+}
+
+/* Thread CPU time (ns) of w's thread, or 0. */
+static uint64_t thread_cpu_ns(struct weft__worker *w)
+{
+    clockid_t cid;
+    struct timespec ts;
+    if (pthread_getcpuclockid(w->thread, &cid) != 0 ||
+        clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * WEFT__NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+#define CPU_WINDOW_NS ((uint64_t)2 * 1000000u)
+
+/*
+ * Whether a worker that has run one task for `quiet` ns without a switch
+ * is stuck now: at once if it sleeps in the kernel and has been quiet for
+ * a period, or its timer is late (it cannot fire it: `late`); after
+ * WEFT__STUCK_NS if it computes.  But one that mostly waited for a CPU
+ * over the last few ms (its thread's CPU time grew by less than half the
+ * time: the machine is oversubscribed, or its thread was preempted) is
+ * not stuck in its task, and another thread would only wait for a CPU
+ * too: it is looked at again over the next window.
+ */
+static bool stuck_now(struct watch *wa, struct weft__worker *w,
+                      uint64_t quiet, bool late, uint64_t now,
+                      uint64_t *next)
+{
+    if ((late || quiet >= MONITOR_PERIOD_NS) && blocked_now(wa, w, now))
+        return true;
+    if (quiet < WEFT__STUCK_NS / 2)
+        return false;
+    if (!wa->mark_at || now - wa->mark_at < CPU_WINDOW_NS) {
+        if (!wa->mark_at) {
+            wa->mark_at = now;
+            wa->cpu_at_mark = thread_cpu_ns(w);
+        }
+        if (wa->mark_at + CPU_WINDOW_NS > now &&
+            wa->mark_at + CPU_WINDOW_NS < *next)
+            *next = wa->mark_at + CPU_WINDOW_NS;
+        return false;
+    }
+    if (quiet < WEFT__STUCK_NS)
+        return false;
+    uint64_t cpu = thread_cpu_ns(w);
+    if (2 * (cpu - wa->cpu_at_mark) >= now - wa->mark_at)
+        return true;
+    wa->mark_at = now;
+    wa->cpu_at_mark = cpu;
+    if (now + CPU_WINDOW_NS < *next)
+        *next = now + CPU_WINDOW_NS;
+    return false;
+}
 
 struct pool_view {
     uint64_t now;
@@ -266,6 +369,7 @@ static uint64_t look(struct weft__monitor *m)
             wa->switches = sw;
             wa->task = t;
             wa->warned = false;
+            wa->mark_at = 0;
             atomic_store_explicit(&wa->since, t ? v.now : 0,
                                   memory_order_relaxed);
             if (wa->stuck) {
@@ -279,6 +383,10 @@ static uint64_t look(struct weft__monitor *m)
         running = true;
         uint64_t since = atomic_load_explicit(&wa->since, memory_order_relaxed);
         uint64_t quiet = v.now - since;
+        /* Its heap's earliest timer: when it is late by TIMER_SLACK_NS the
+         * worker has not serviced it (a worker that passes a scheduling
+         * point fires its due timers: pool.c, "Time, not rounds"). */
+        uint64_t due = weft__timers_next(w->home);
         if (m->warn_ns && !wa->warned) {
             if (quiet >= m->warn_ns) {
                 wa->warned = true;
@@ -287,8 +395,13 @@ static uint64_t look(struct weft__monitor *m)
                 next = since + m->warn_ns;
             }
         }
-        if (quiet < WEFT__STUCK_NS) {
-            if (since + WEFT__STUCK_NS < next)
+        bool late = due != UINT64_MAX && due + TIMER_SLACK_NS <= v.now;
+        if (!wa->stuck && !stuck_now(wa, w, quiet, late, v.now, &next)) {
+            if (since + WEFT__STUCK_NS / 2 > v.now &&
+                since + WEFT__STUCK_NS / 2 < next)
+                next = since + WEFT__STUCK_NS / 2;
+            else if (since + WEFT__STUCK_NS > v.now &&
+                     since + WEFT__STUCK_NS < next)
                 next = since + WEFT__STUCK_NS;
             v.nfree++;
             continue;
@@ -298,6 +411,16 @@ static uint64_t look(struct weft__monitor *m)
             atomic_store_explicit(&w->stuck, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&m->stalls, 1, memory_order_relaxed);
         }
+    }
+
+    /* Look again when the earliest timer that is not late yet would be:
+     * the worker that is to fire it may be about to block (a worker that
+     * runs no task now may run one then). */
+    for (unsigned i = 0; running && i < p->nworkers; i++) {
+        uint64_t due = weft__timers_next(&p->workers[i]->timers);
+        if (due != UINT64_MAX && due + TIMER_SLACK_NS > v.now &&
+            due + TIMER_SLACK_NS < next)
+            next = due + TIMER_SLACK_NS;
     }
 
     v.nidle = atomic_load_explicit(&p->nidle, memory_order_relaxed);

@@ -500,6 +500,12 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
 {
     weft_pool *p = w->pool;
     *alone = false;
+    /* A scheduling point, for the monitor (worker.h, switches), even when
+     * the yield returns at once: a task that yields is not stuck. */
+    atomic_store_explicit(
+        &w->switches,
+        atomic_load_explicit(&w->switches, memory_order_relaxed) + 1,
+        memory_order_relaxed);
     /* The loop's order (find_work): due timers and polling, its fairness
      * tick, the LIFO slot, the deque, the global queue, then the yielded.
      * Anything ahead of the yielded FIFO, or an idle worker that a yielder
@@ -1063,7 +1069,8 @@ static void thread_begin(struct weft__worker *w)
 {
     weft__thread_setup(&weft__tls);
     weft__sched_tls.worker = w;
-    w->tid = (pid_t)syscall(SYS_gettid);
+    atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid),
+                          memory_order_relaxed);
     weft_pool *p = w->pool;
     char name[32];
     if (w->index < p->nworkers)
@@ -1112,13 +1119,30 @@ static void *worker_main(void *arg)
  * Its thread's states (thread_state): NONE (never made, or joined), then
  * COVERING while it is one of the pool's workers, WAITING once it has
  * left (spare_leave) and waits on its parker to cover again, GONE when it
- * waited SPARE_KEEP_ALIVE_NS for nothing and exited (the monitor joins
+ * waited its keep-alive for nothing and exited (the monitor joins
  * it before it makes a new one).  COVERING is set by the monitor (from
  * NONE, GONE, or by CAS from WAITING, then the unpark); WAITING by the
  * spare; GONE by the spare's CAS from WAITING, which a CAS to COVERING
  * that comes first makes fail: exactly one of the two wins.
  */
-#define SPARE_KEEP_ALIVE_NS ((uint64_t)10 * 1000000000u)
+/* How long a spare's thread waits to cover again before it exits:
+ * WEFT_SPARE_IDLE_MS (1..3600000, read once), else 10 s (Tokio's keep-alive
+ * for its blocking threads). */
+static uint64_t spare_keep_alive_ns(void)
+{
+    static _Atomic uint64_t keep;
+    uint64_t ns = atomic_load_explicit(&keep, memory_order_relaxed);
+    if (!ns) {
+        const char *s = getenv("WEFT_SPARE_IDLE_MS");
+        char *end = NULL;
+        unsigned long ms = s ? strtoul(s, &end, 10) : 0;
+        if (!s || !*s || *end || s[0] == '-' || ms < 1 || ms > 3600000)
+            ms = 10000;
+        ns = (uint64_t)ms * 1000000u;
+        atomic_store_explicit(&keep, ns, memory_order_relaxed);
+    }
+    return ns;
+}
 
 /*
  * At the top of find_work, asked to leave (weft__pool_spare_recall): hand
@@ -1143,6 +1167,11 @@ static void spare_leave(struct weft__worker *w)
         handed = true;
     }
     while ((t = weft__yielded_pop(&w->yielded))) {
+        /* This FIFO wrote t->link after t's release (its queueing):
+         * order that write before whoever claims t from the global queue
+         * (a claim acquires t's state; liburcu's own order is one
+         * ThreadSanitizer cannot see). */
+        atomic_fetch_or_explicit(&t->state, 0, memory_order_release);
         inject(p, t);
         handed = true;
     }
@@ -1172,7 +1201,7 @@ static void spare_leave(struct weft__worker *w)
 static bool spare_wait(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
-    uint64_t until = weft__now_ns() + SPARE_KEEP_ALIVE_NS;
+    uint64_t until = weft__now_ns() + spare_keep_alive_ns();
     for (;;) {
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return false;

@@ -167,7 +167,9 @@ static bool is_code(const struct text_ranges *r, uintptr_t a)
  * word pair (fp, ret) at some address a with a < fp inside the copy and
  * ret a code address, whose own next record checks out the same way (two
  * links, so that a stray pair of words is not taken for one), and the
- * chain from there.
+ * chain from there.  Before it, the first code address above sp: the
+ * return address of the function that made the call, when it keeps no
+ * frame record (a small function that calls read(2), say).
  */
 static unsigned scan_frames(const uintptr_t *copy, uintptr_t sp, size_t len,
                             const struct text_ranges *text, uintptr_t *pcs,
@@ -188,7 +190,13 @@ static unsigned scan_frames(const uintptr_t *copy, uintptr_t sp, size_t len,
             !(next == 0 && is_code(text, ret2)))
             continue;
         unsigned n = 0;
-        pcs[n++] = ret;
+        for (size_t j = 0; j < i && n < max; j++)
+            if (is_code(text, copy[j])) {
+                pcs[n++] = copy[j];
+                break;
+            }
+        if (n < max)
+            pcs[n++] = ret;
         while (n < max && IN_COPY(fp)) {
             uintptr_t up = WORD_AT(fp), r = WORD_AT(fp + sizeof(uintptr_t));
             if (!is_code(text, r))

@@ -50,8 +50,11 @@ WEFT_RACY_READS static void worker_stats(weft_pool *p,
     uint64_t idle =
         load(&s->idle_ns) + (since && now > since ? now - since : 0);
     uint64_t alive = now > p->made_ns ? now - p->made_ns : 0;
-    o->idle_ns = idle;
-    o->busy_ns = alive > idle ? alive - idle : 0;
+    /* A spare's time is not counted: it spends most of its life not
+     * being one of the pool's workers. */
+    bool spare = w->index >= p->nworkers;
+    o->idle_ns = spare ? 0 : idle;
+    o->busy_ns = spare || alive <= idle ? 0 : alive - idle;
     o->queued = weft__runq_len(&w->q);
     pthread_mutex_lock(&w->timers.lock);
     o->timers = w->timers.n;
@@ -129,7 +132,7 @@ static void hand_over(void *out, const void *ours, size_t ours_size)
 WEFT_EXPORT int weft_pool_worker_stats(weft_pool *pool, unsigned index,
                                        struct weft_worker_stats *out)
 {
-    if (!pool || !out || index >= pool->nworkers ||
+    if (!pool || !out || index >= weft__pool_slots(pool) ||
         out->size < WORKER_STATS_MIN)
         return -EINVAL;
     struct weft_worker_stats o;
@@ -149,8 +152,7 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
     o.size = sizeof o;
     o.workers = pool->nworkers;
     uint64_t now = weft__now_ns();
-    /* The spares' work is the pool's too; their time is not counted (a
-     * spare's life is mostly spent not covering). */
+    /* The spares' work is the pool's too. */
     unsigned slots = weft__pool_slots(pool);
     for (unsigned i = 0; i < slots; i++) {
         struct weft_worker_stats w;
@@ -162,10 +164,8 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
         o.lifo_hits += w.lifo_hits;
         o.parks += w.parks;
         o.wakeups += w.wakeups;
-        if (i < pool->nworkers) {
-            o.busy_ns += w.busy_ns;
-            o.idle_ns += w.idle_ns;
-        }
+        o.busy_ns += w.busy_ns;
+        o.idle_ns += w.idle_ns;
         o.local_queued += w.queued;
         o.timers += w.timers;
     }

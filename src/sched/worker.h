@@ -55,7 +55,7 @@ struct weft__worker {
     weft_pool *pool;
     unsigned index;               /* < nworkers: a worker; else a spare    */
     pthread_t thread;
-    pid_t tid;                    /* its kernel thread id (the dump's)     */
+    _Atomic pid_t tid;            /* its kernel thread id (dump, monitor)  */
     struct weft__parker parker;
     uint64_t rng;                 /* victim choice                          */
     uint32_t tick;
