@@ -39,6 +39,8 @@
  *   ping-pong, sync-wait  n/a: OpenMP tasks have no way to block on one
  *               another except taskwait on their own children, and no
  *               submission from outside a parallel region.
+ *   latency-yield, latency-cpu, latency-read  n/a: no task can sleep
+ *               without holding its thread, so there is no 1 ms ticker.
  */
 #include <omp.h>
 #include <stdint.h>
@@ -122,7 +124,8 @@ int main(int argc, char **argv)
         fp = 1;
     } else if (strcmp(a.workload, "ping-pong") == 0 ||
                strcmp(a.workload, "ping-pong-fp") == 0 ||
-               strcmp(a.workload, "sync-wait") == 0) {
+               strcmp(a.workload, "sync-wait") == 0 ||
+               strncmp(a.workload, "latency-", 8) == 0) {
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* see the top of this file */
     } else {
         fprintf(stderr, "peer-openmp: no workload '%s'\n", a.workload);
