@@ -448,9 +448,10 @@ static void dump_pool(struct dump *d, weft_pool *pool)
     struct weft__monitor_counts mc;
     weft__monitor_counts(pool, &mc);
     if (mc.spares_active)
-        fprintf(d->out, "weft pool \"%s\" (%u workers, %llu spares covering):\n",
+        fprintf(d->out, "weft pool \"%s\" (%u workers, %llu spare%s covering):\n",
                 pool->name, pool->nworkers,
-                (unsigned long long)mc.spares_active);
+                (unsigned long long)mc.spares_active,
+                mc.spares_active == 1 ? "" : "s");
     else
         fprintf(d->out, "weft pool \"%s\" (%u workers):\n", pool->name,
                 pool->nworkers);

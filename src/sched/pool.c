@@ -15,8 +15,10 @@
  * searching at once, then park on their own parker (futex); while tasks
  * wait on sockets, one of them parks in the pool's poller instead
  * (sched/poller.h; io/netpoll.c has its protocol), and busy workers poll it
- * without blocking when they run out of local work and at the fairness
- * tick.
+ * without blocking when they run out of local work and, by elapsed time,
+ * at their scheduling points (below, "Time, not rounds").  A worker stuck
+ * in one task is covered by a spare (below, "Spares"; the policy is
+ * sched/monitor.c's).
  *
  * No lost wakeup.  Two mirrored patterns around one StoreLoad barrier:
  *
@@ -271,8 +273,8 @@ void weft__pool_kick(weft_pool *p)
  * `timeout` workload against the single pool heap (see the issue note).
  *
  * Who fires them: each worker fires its own heap when it runs out of local
- * work and at the fairness tick; a worker with nothing to do also fires
- * every other worker's due timers (a busy worker may not look at its own
+ * work and at its scheduling points ("Time, not rounds"); a worker with
+ * nothing to do also fires every other worker's due timers (a busy worker may not look at its own
  * for a while: Go's timer stealing), and an idle worker sleeps until the
  * earliest deadline of all the heaps.  A timer that becomes the pool's
  * earliest wakes an idle worker to shorten its sleep, so a timer armed by
