@@ -21,8 +21,14 @@ command -v valgrind >/dev/null 2>&1 || {
     echo "$0: valgrind not found (apt-get install valgrind)" >&2
     exit 2
 }
+# Without the pool's monitor (WEFT_NO_MONITOR): its work is per unit of
+# wall time, which valgrind stretches some fifty-fold, and under that
+# slowness it sees a task that spawns or computes for long as stuck and
+# sends spares to run the loop's tasks: neither is the per-operation
+# count of the hot paths this is for.  The monitor's own cost is measured
+# apart (docs/performance.md, "Stuck workers").
 ir() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    WEFT_NO_MONITOR=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
         "$build/bench/weft-bench" --child "$workload" "$1" "$threads" 2>&1 |
         sed -n 's/.*I *refs: *//p' | tr -d ,
 }

@@ -76,7 +76,9 @@ typedef struct weft_pool_opts {
 #define WEFT_POOL_SPARES_MAX 4096u
 
 /* flags: no monitor thread, so no spares and no stall warnings (a stuck
- * worker stalls what is queued behind it, as it would without weft). */
+ * worker stalls what is queued behind it, as it would without weft).  The
+ * environment's WEFT_NO_MONITOR (set to anything but 0) does the same for
+ * every pool. */
 #define WEFT_POOL_NO_MONITOR 1u
 
 /* The most worker threads a pool may have. */

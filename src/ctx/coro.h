@@ -87,6 +87,11 @@ struct weft__thread {
     struct weft_coro root;           /* this thread as a resumer (and the
                                         context a scheduler above runs
                                         its loop in)                    */
+    /* Bumped by a scheduler above at each of its scheduling points
+     * (sched/: the monitor's sign of life, worker.h).  Written by this
+     * thread only, a plain word (an add to memory on x86); others read it
+     * racily, as a sample. */
+    uint64_t switches;
 };
 
 extern __thread struct weft__thread weft__tls

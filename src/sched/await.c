@@ -167,12 +167,9 @@ static bool try_inline(struct weft_task *self, struct weft_task *t,
         return false; /* a worker took it first */
     }
     t->started = true;
-    /* A scheduling decision, for the monitor (worker.h, switches): a body
-     * that runs its children as calls is not stuck in one task. */
-    atomic_store_explicit(
-        &w->switches,
-        atomic_load_explicit(&w->switches, memory_order_relaxed) + 1,
-        memory_order_relaxed);
+    /* A scheduling decision, for the monitor (worker.h, th): a body that
+     * runs its children as calls is not stuck in one task. */
+    weft__worker_note(w);
     /* While t's body runs here, t is the calling task (to weft_await). */
     struct weft_task *outer = self->inlined;
     self->inlined = t;

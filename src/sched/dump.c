@@ -199,15 +199,15 @@ struct dump {
     unsigned tasks;
 };
 
-/* A running task: the worker whose `running` names it (a spare's too),
- * or NULL (it is switching, or its body runs inline on another task). */
+/* A running task: the worker that runs it (a spare too), or NULL (it is
+ * switching, or its body runs inline on another task). */
 static struct weft__worker *running_on(const weft_pool *pool,
                                        const struct weft_task *t)
 {
     unsigned n = weft__pool_slots((weft_pool *)pool);
     for (unsigned i = 0; i < n; i++) {
         struct weft__worker *w = pool->workers[i];
-        if (atomic_load_explicit(&w->running, memory_order_relaxed) == t)
+        if (weft__worker_running(w) == &t->co)
             return w;
     }
     return NULL;
@@ -253,12 +253,11 @@ WEFT_RACY_READS static void print_running(struct dump *d,
         low = (uintptr_t)weft__stack_low(&st);
         high = (uintptr_t)weft__stack_top(&st);
     }
-    uint64_t before = atomic_load_explicit(&w->switches, memory_order_relaxed);
+    uint64_t before = weft__worker_switches(w);
     struct weft__probe pr;
     weft__probe_thread(tid, w->thread, low, high, 1, &pr);
-    bool same =
-        atomic_load_explicit(&w->switches, memory_order_relaxed) == before &&
-        atomic_load_explicit(&w->running, memory_order_relaxed) == t;
+    bool same = weft__worker_switches(w) == before &&
+                weft__worker_running(w) == &t->co;
     if (pr.state == WEFT__PROBE_SYSCALL) {
         const char *name = weft__syscall_name(pr.nr);
         if (name)

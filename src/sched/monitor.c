@@ -5,11 +5,12 @@
  * when it comes back, and warns about long stalls (weft/pool.h, "Stuck
  * workers").
  *
- * Watching.  Each worker bumps a counter at every switch to a task and
- * every inline run (w->switches), and says which task it runs
- * (w->running): plain stores on its own line, nothing else on the hot
- * paths.  The monitor samples both every MONITOR_PERIOD_NS and notes when
- * it first saw the current pair; a worker whose pair has not changed for
+ * Watching.  Each worker's thread bumps a counter at every switch to a
+ * task, every inline run and every yield, and names the context it runs
+ * (its ctx block's `switches` and `current`, worker.h, th): a plain add
+ * and the store the switch makes anyway, nothing else on the hot paths.
+ * The monitor samples both every MONITOR_PERIOD_NS and notes when it
+ * first saw the current pair; a worker whose pair has not changed for
  * WEFT__STUCK_NS (10 ms, Go's forcePreemptNS) is stuck, which it
  * publishes in w->stuck for the thieves (pool.c, steal_one: a stuck
  * worker's LIFO slot and yielded FIFO are taken too).  A worker in its
@@ -77,7 +78,7 @@
 /* What the monitor last saw of one worker slot. */
 struct watch {
     uint64_t switches;
-    struct weft_task *task;
+    const struct weft_coro *task;  /* what ran; compared, never followed */
     /* When it first saw this pair (ns; for the dump too: atomic). */
     _Atomic uint64_t since;
     bool stuck;
@@ -132,34 +133,59 @@ static void describe_activity(const struct weft__probe *pr, char *buf,
     }
 }
 
+/* What warn needs of the task that runs on w, copied while the records'
+ * walk holds their chunks mapped (the task may end and its record be
+ * reused meanwhile: then the copy is of whatever is there, which the
+ * check after the probe throws away).  False if w runs no task now. */
+struct running_copy {
+    const struct weft_coro *co;
+    uint64_t id;
+    char name[WEFT__CORO_NAME_MAX];
+    uintptr_t low, high;
+};
+
+WEFT_RACY_READS static bool copy_running(struct weft__worker *w,
+                                         struct running_copy *c)
+{
+    weft__records_walk_begin();
+    c->co = weft__worker_running(w);
+    /* A task's record (what runs may be a standalone coroutine that the
+     * task resumed, whose record lives on a stack that may go away). */
+    c->id = c->co ? weft__observe_task_id(c->co) : 0;
+    bool ok = c->id != 0;
+    if (ok) {
+        const char *n = c->co->name;
+        size_t i = 0;
+        for (; n && i < sizeof c->name - 1 && n[i]; i++)
+            c->name[i] = n[i];
+        c->name[i] = '\0';
+        weft__stack st = c->co->stack;
+        c->low = st.map ? (uintptr_t)weft__stack_low(&st) : 0;
+        c->high = st.map ? (uintptr_t)weft__stack_top(&st) : 0;
+    }
+    weft__records_walk_end();
+    return ok;
+}
+
 /* One line on stderr: the task, its worker, for how long, what its thread
  * does, its top frames.  On the monitor's thread. */
 static void warn(struct weft__monitor *m, struct weft__worker *w,
-                 struct weft_task *t, uint64_t quiet)
+                 uint64_t quiet)
 {
     weft_pool *p = m->pool;
+    struct running_copy t;
+    uint64_t before = weft__worker_switches(w);
+    if (!copy_running(w, &t))
+        return;
     struct weft__probe pr;
-    uintptr_t low = 0, high = 0;
-    /* The stack is the task's own (a running task has one): read racily,
-     * the probe reads only inside it or its thread's own. */
-    weft__stack st = t->co.stack;
-    if (st.map) {
-        low = (uintptr_t)weft__stack_low(&st);
-        high = (uintptr_t)weft__stack_top(&st);
-    }
-    uint64_t before = atomic_load_explicit(&w->switches, memory_order_relaxed);
     weft__probe_thread(atomic_load_explicit(&w->tid, memory_order_relaxed),
-                       w->thread, low, high, 1, &pr);
-    bool same =
-        atomic_load_explicit(&w->switches, memory_order_relaxed) == before &&
-        atomic_load_explicit(&w->running, memory_order_relaxed) == t;
-    char what[64], name[WEFT__CORO_NAME_MAX], where[32], line[1024];
+                       w->thread, t.low, t.high, 1, &pr);
+    bool same = weft__worker_switches(w) == before &&
+                weft__worker_running(w) == t.co;
+    if (!same)
+        return; /* it switched: no stall to report any more */
+    char what[64], where[32], line[1024];
     describe_activity(&pr, what, sizeof what);
-    const char *n = t->co.name;
-    size_t i = 0;
-    for (; n && i < sizeof name - 1 && n[i]; i++)
-        name[i] = n[i];
-    name[i] = '\0';
     if (w->index < p->nworkers)
         snprintf(where, sizeof where, "worker %u", w->index);
     else
@@ -167,10 +193,9 @@ static void warn(struct weft__monitor *m, struct weft__worker *w,
     int len = snprintf(line, sizeof line,
                        "weft: task %llu \"%s\" has run %.0f ms without a "
                        "switch on %s of pool \"%s\", %s",
-                       (unsigned long long)atomic_load_explicit(
-                           &t->co.id, memory_order_relaxed),
-                       name, (double)quiet / 1e6, where, p->name, what);
-    if (same && pr.npcs) {
+                       (unsigned long long)t.id, t.name, (double)quiet / 1e6,
+                       where, p->name, what);
+    if (pr.npcs) {
         struct weft__syms syms;
         weft__syms_open(&syms);
         for (unsigned k = 0; k < pr.npcs && k < 4 && len > 0 &&
@@ -362,9 +387,8 @@ static uint64_t look(struct weft__monitor *m)
             atomic_store_explicit(&wa->since, 0, memory_order_relaxed);
             continue;
         }
-        uint64_t sw = atomic_load_explicit(&w->switches, memory_order_relaxed);
-        struct weft_task *t =
-            atomic_load_explicit(&w->running, memory_order_relaxed);
+        uint64_t sw = weft__worker_switches(w);
+        const struct weft_coro *t = weft__worker_running(w);
         if (sw != wa->switches || t != wa->task || !t) {
             wa->switches = sw;
             wa->task = t;
@@ -390,7 +414,7 @@ static uint64_t look(struct weft__monitor *m)
         if (m->warn_ns && !wa->warned) {
             if (quiet >= m->warn_ns) {
                 wa->warned = true;
-                warn(m, w, t, quiet);
+                warn(m, w, quiet);
             } else if (since + m->warn_ns < next) {
                 next = since + m->warn_ns;
             }

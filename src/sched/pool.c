@@ -386,7 +386,8 @@ static void wake_if_needed(weft_pool *p)
  * splice appends it (one exchange on the global queue's tail).  One by
  * one, a steal's CAS on top and an enqueue on the shared tail per task
  * were 5-30% of a million-task spawn-join's samples, run to run. */
-static void overflow(struct weft__worker *w, struct weft_task *t)
+static __attribute__((noinline, cold)) void overflow(struct weft__worker *w,
+                                                  struct weft_task *t)
 {
     struct __cds_wfcq_head head;
     struct cds_wfcq_tail tail;
@@ -406,7 +407,8 @@ static void overflow(struct weft__worker *w, struct weft_task *t)
 }
 
 /* Owner: push t on the local deque, spilling to the global queue. */
-static void push_local(struct weft__worker *w, struct weft_task *t)
+static inline __attribute__((always_inline)) void
+push_local(struct weft__worker *w, struct weft_task *t)
 {
     if (!weft__runq_push(&w->q, t))
         overflow(w, t);
@@ -487,7 +489,8 @@ void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
     weft__yielded_append(&w->yielded, t, t);
 }
 
-static struct weft_task *pop_yielded(struct weft__worker *w)
+static inline __attribute__((always_inline)) struct weft_task *
+pop_yielded(struct weft__worker *w)
 {
     struct weft_task *t;
     if (weft__yielded_looks_empty(&w->yielded))
@@ -502,12 +505,9 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
 {
     weft_pool *p = w->pool;
     *alone = false;
-    /* A scheduling point, for the monitor (worker.h, switches), even when
-     * the yield returns at once: a task that yields is not stuck. */
-    atomic_store_explicit(
-        &w->switches,
-        atomic_load_explicit(&w->switches, memory_order_relaxed) + 1,
-        memory_order_relaxed);
+    /* A scheduling point, for the monitor (worker.h, th), even when the
+     * yield returns at once: a task that yields is not stuck. */
+    weft__worker_note(w);
     /* The loop's order (find_work): due timers and polling, its fairness
      * tick, the LIFO slot, the deque, the global queue, then the yielded.
      * Anything ahead of the yielded FIFO, or an idle worker that a yielder
@@ -518,9 +518,12 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
         atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0)
         return NULL;
     w->tick++;
-    struct weft_task *t = pop_yielded(w);
+    /* One pop, no loop: an entry of this FIFO is never stale (a yielded
+     * task is claimed only through its entry), and if one were, the
+     * scheduler loop would drop it. */
+    struct weft_task *t = weft__yielded_pop(&w->yielded);
     *alone = !t;
-    return t;
+    return t && weft__task_claim_queued(t) ? t : NULL;
 }
 
 static void wake_all(weft_pool *p)
@@ -977,7 +980,8 @@ static unsigned poll_now(weft_pool *p)
 
 static void spare_leave(struct weft__worker *w);
 
-static struct weft_task *find_work(struct weft__worker *w)
+static inline __attribute__((always_inline)) struct weft_task *
+find_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     uint64_t spin_end = 0; /* search_spin's budget, from its first round */
@@ -1071,6 +1075,8 @@ static void thread_begin(struct weft__worker *w)
 {
     weft__thread_setup(&weft__tls);
     weft__sched_tls.worker = w;
+    /* Release: the monitor that reads it sees the block set up. */
+    atomic_store_explicit(&w->th, &weft__tls, memory_order_release);
     atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid),
                           memory_order_relaxed);
     weft_pool *p = w->pool;
@@ -1084,7 +1090,8 @@ static void thread_begin(struct weft__worker *w)
 }
 
 /* Run what find_work finds until the pool stops (or a spare leaves). */
-static void run_tasks(struct weft__worker *w)
+static inline __attribute__((always_inline)) void
+run_tasks(struct weft__worker *w)
 {
     struct weft_task *task;
     while ((task = find_work(w))) {
@@ -1267,6 +1274,21 @@ struct weft__worker *weft__pool_spare_add(weft_pool *p)
     return w;
 }
 
+/*
+ * Join a spare's thread that has exited (or is exiting).  Its ctx block
+ * (w->th) lives in the thread's static TLS, which glibc keeps until the
+ * join: the dump reads it (weft__worker_running) holding the records'
+ * walk, so the join waits for any dump in progress, and a later one sees
+ * no block.
+ */
+static void join_spare(struct weft__worker *s)
+{
+    weft__records_walk_begin();
+    atomic_store_explicit(&s->th, NULL, memory_order_relaxed);
+    weft__records_walk_end();
+    pthread_join(s->thread, NULL);
+}
+
 int weft__pool_spare_cover(struct weft__worker *s, struct weft__worker *x)
 {
     weft_pool *p = s->pool;
@@ -1294,7 +1316,7 @@ int weft__pool_spare_cover(struct weft__worker *s, struct weft__worker *x)
         return 0;
     }
     if (st == WEFT__SPARE_GONE)
-        pthread_join(s->thread, NULL);
+        join_spare(s);
     atomic_store_explicit(&s->thread_state, WEFT__SPARE_COVERING,
                           memory_order_relaxed);
     if (weft__pthread_create(&s->thread, NULL, spare_main, s) == 0)
@@ -1346,7 +1368,7 @@ void weft__pool_spare_join(struct weft__worker *s)
 {
     uint32_t st = atomic_load_explicit(&s->thread_state, memory_order_acquire);
     if (st != WEFT__SPARE_NONE) {
-        pthread_join(s->thread, NULL);
+        join_spare(s);
         atomic_store_explicit(&s->thread_state, WEFT__SPARE_NONE,
                               memory_order_relaxed);
     }
@@ -1401,6 +1423,15 @@ static void free_pool(weft_pool *p, unsigned nmade)
     free(p);
 }
 
+/* WEFT_NO_MONITOR set (to anything but "" or "0"): every pool as with
+ * WEFT_POOL_NO_MONITOR.  Read at each create: cheap, and a test may set it
+ * between pools. */
+static bool monitor_off_by_env(void)
+{
+    const char *s = getenv("WEFT_NO_MONITOR");
+    return s && *s && strcmp(s, "0") != 0;
+}
+
 /* The pool could not start: stop the threads started so far (nothing was
  * ever queued, so the pool is drained) and free it. */
 static void abandon(weft_pool *p, unsigned nstarted)
@@ -1436,7 +1467,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
         (flags & ~(unsigned)WEFT_POOL_NO_MONITOR) ||
         (opts && !weft__reserved_zero(opts->reserved_, 2)))
         return -EINVAL;
-    bool monitor = !(flags & WEFT_POOL_NO_MONITOR);
+    bool monitor = !(flags & WEFT_POOL_NO_MONITOR) && !monitor_off_by_env();
     if (!monitor)
         spares = 0;
 
@@ -1517,6 +1548,9 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
     while (!atomic_load_explicit(&p->stop, memory_order_acquire))
         weft__parker_park(&parker, 0, 0);
 
+    /* Unlisted first: a dump of every pool (weft_dump_all) reads the
+     * workers' thread blocks, which go with their threads. */
+    weft__observe_pool_gone(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);
     /* The monitor, then the spares' threads (monitor.c). */
@@ -1527,7 +1561,6 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
         weft__backoff(&spins);
     drop_queued(p);
     weft__parker_fini(&parker);
-    weft__observe_pool_gone(p);
     free_pool(p, weft__pool_slots(p));
     return 0;
 }

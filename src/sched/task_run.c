@@ -115,33 +115,18 @@ static __attribute__((noinline)) void switch_out_slow(struct weft_coro *self,
     }
 }
 
-/* A switch to `to` on worker w (NULL: a sync_wait driver), for the
- * monitor and the dump (worker.h, switches and running): plain stores on
- * the worker's own line. */
-static inline void note_switch(struct weft__worker *w, struct weft_task *to)
-{
-    if (!w)
-        return;
-    atomic_store_explicit(
-        &w->switches,
-        atomic_load_explicit(&w->switches, memory_order_relaxed) + 1,
-        memory_order_relaxed);
-    atomic_store_explicit(&w->running, to, memory_order_relaxed);
-}
-
 void weft__task_run(struct weft_task *t)
 {
     /* The scheduler context never changes thread, so these stay ours
      * across the switches below. */
     struct weft__thread *th = &weft__tls;
-    struct weft__worker *w = weft__sched_tls.worker;
     while (t) {
         if (!t->started && unlikely(weft__task_prepare(t, t->pool) != 0)) {
             start_later(t);
             return;
         }
         th->current = &t->co;
-        note_switch(w, t);
+        th->switches++; /* for the monitor: worker.h, th */
         if (weft__trace_on())
             trace_switch(NULL, &t->co);
         struct weft_task *next = NULL;
@@ -151,8 +136,6 @@ void weft__task_run(struct weft_task *t)
         weft__san_switch(&th->root.san, &t->co.san);
         weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
         weft__san_arrived(&th->root.san);
-        if (w)
-            atomic_store_explicit(&w->running, NULL, memory_order_relaxed);
         t = next;
     }
 }
@@ -165,9 +148,7 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
     if (unlikely(self->flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED)))
         switch_out_slow(self, to);
     th->current = to;
-    /* Read before the switch, on this thread: nothing after it uses it. */
-    if (to != &th->root)
-        note_switch(weft__sched_tls.worker, weft__task_of(to));
+    th->switches++; /* for the monitor: worker.h, th */
     weft__san_switch(&self->san, &to->san);
     weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
     weft__san_arrived(&self->san);
@@ -248,7 +229,7 @@ static _Noreturn void task_finish(struct weft_task *t)
         if (at_home(st, a) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
             th->current = &a->co;
-            note_switch(st->worker, a);
+            th->switches++;
             a->ran_on = t->ran_on;
             if (unlikely(observed)) {
                 weft__trace_wake(a);

@@ -38,12 +38,12 @@ struct weft__worker {
      * tasks): they run after the deque and the global queue, in the order
      * they yielded.  Each holds a queue entry's reference. */
     struct weft__yielded yielded;
-    /* Signs of life, for the monitor (monitor.c) and the dump: bumped by
-     * this worker at every switch to a task and every inline run
-     * (await.c), and the task it runs now (NULL: its scheduler loop).
-     * Written by this worker only, relaxed: the monitor only compares. */
-    _Atomic uint64_t switches;
-    _Atomic(struct weft_task *) running;
+    /* Its thread's ctx block (ctx/coro.h), set when the thread starts:
+     * what it runs now (`current`) and its count of scheduling points
+     * (`switches`, bumped at every switch to a task, inline run and
+     * yield), the monitor's and the dump's signs of life
+     * (weft__worker_switches, weft__worker_running). */
+    struct weft__thread *_Atomic th;
     /* When this worker next fires its due timers and polls (pool.c,
      * "Time, not rounds"), in ticks; its own. */
     uint64_t service_at;
@@ -176,6 +176,37 @@ static inline bool weft__pool_service_due(struct weft__worker *w)
             return false;
     }
     return weft__ticks() >= w->service_at;
+}
+
+/* What the monitor and the dump sample of another worker: its count of
+ * scheduling points, and the context it runs (NULL: its scheduler loop,
+ * or its thread has not started).  Racy reads of plain words its thread
+ * writes (a stale value is what a sample is), left out of
+ * ThreadSanitizer's checks. */
+WEFT_RACY_READS static inline uint64_t
+weft__worker_switches(const struct weft__worker *w)
+{
+    const struct weft__thread *th =
+        atomic_load_explicit(&w->th, memory_order_acquire);
+    return th ? *(const volatile uint64_t *)&th->switches : 0;
+}
+
+WEFT_RACY_READS static inline const struct weft_coro *
+weft__worker_running(const struct weft__worker *w)
+{
+    const struct weft__thread *th =
+        atomic_load_explicit(&w->th, memory_order_acquire);
+    if (!th)
+        return NULL;
+    const struct weft_coro *c =
+        *(const struct weft_coro *const volatile *)&th->current;
+    return c == &th->root ? NULL : c;
+}
+
+/* A scheduling point of worker w, on its own thread (worker.h, th). */
+static inline void weft__worker_note(struct weft__worker *w)
+{
+    atomic_load_explicit(&w->th, memory_order_relaxed)->switches++;
 }
 
 /* The worker running on this thread, or NULL.  Read afresh. */

@@ -59,7 +59,7 @@ struct weft__yielded {
 };
 
 /* The owner's wait while a thief holds the list (yielded.c). */
-void weft__yielded_wait(struct weft__yielded *y);
+__attribute__((cold)) void weft__yielded_wait(struct weft__yielded *y);
 
 static inline void weft__yielded_enter(struct weft__yielded *y)
 {
