@@ -64,10 +64,15 @@
  * Peers: Go (GOMAXPROCS = T; goroutines doing the same: runtime.Gosched()
  * after each slice, a loop without a call that yields, syscall.Read on a
  * blocking pipe from syscall.Pipe2; time.Sleep(1 ms) for the ticker; see
- * peers/go/main.go).  Boost.Fiber could express all three (its
- * sleep_for and yield; a computing or blocked fiber holds its thread as a
- * weft task does) but its peer does not implement them yet; TBB and
- * OpenMP have no sleeping task to tick with: all three n/a.
+ * peers/go/main.go).  Boost.Fiber (work_stealing on T threads; fibers
+ * doing the same: this_fiber::yield() after each slice, a loop without a
+ * yield, read(2) on a blocking pipe written by a plain std::thread;
+ * this_fiber::sleep_for(1 ms) for the ticker; each thread's own fiber
+ * launches its share of the load, see peers/boost_fiber.cc): it neither
+ * preempts a fiber nor takes a thread back, and a sleeping fiber is
+ * readied only when its thread's dispatcher gets its turn in the ready
+ * queue.  TBB and OpenMP have no sleeping task to tick with: all three
+ * n/a.
  *
  * Check: the number of load tasks whose work is right (a cruncher's or
  * yielder's every block gave the reference sum, computed by the same

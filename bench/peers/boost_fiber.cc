@@ -6,15 +6,25 @@
  * switch), futures, channels, and a work-stealing scheduler.  Its pool is
  * THREADS threads: main plus THREADS-1 helper threads, every one of which
  * installs `algo::work_stealing(THREADS)` (the pattern of Boost's own
- * work_stealing example): the helpers then sleep in a fiber condition
- * variable until main says the run is over, so their schedulers run fibers
- * meanwhile.  A thread-blocking barrier keeps every fiber launch until all
- * THREADS schedulers are registered (a thief picks a victim among all of
- * them).  Idle schedulers sleep on a condition variable (suspend = true),
- * as weft's, Go's and TBB's idle workers sleep; Boost's default, false,
+ * work_stealing example): the helpers' main fibers then wait in a fiber
+ * condition variable for a job main hands every thread (on_every_thread)
+ * or the end of the run, so their schedulers run fibers meanwhile.  A
+ * thread-blocking barrier keeps every fiber launch until all THREADS
+ * schedulers are registered (a thief picks a victim among all of them).
+ * Idle schedulers sleep on a condition variable (suspend = true), as
+ * weft's, Go's and TBB's idle workers sleep; Boost's default, false,
  * makes them spin on their queues for ever, which burns every CPU of the
  * pool and, on a small VM, competes with the threads doing the work
- * (BENCH_BOOST_FIBER_SUSPEND=0 selects it, for comparison).  Fiber stacks are Boost.Fiber's default
+ * (BENCH_BOOST_FIBER_SUSPEND=0 selects it, for comparison).  A scheduler
+ * asleep so wakes only for a timer of its own or a fiber of its own
+ * readied from another thread, never for fibers queued on another
+ * thread: fibers launched from main's fiber reach a helper only if it
+ * happens to be awake to steal them (measured at T = 2: in yield with
+ * N = 20,000 the helper thread used no CPU; latency-cpu launched from
+ * main's fiber alone ran its two crunchers one after the other in 1 run
+ * of 6).  The latency workloads therefore launch their load from every
+ * thread's main fiber; the others launch from main's fiber and take what
+ * stealing gives them.  Fiber stacks are Boost.Fiber's default
  * (fixedsize_stack, 128 KiB here), malloc'd when the fiber is made: a
  * fiber owns its stack from creation to end, so N fibers launched before any
  * is joined hold N stacks (about 9 KiB each resident: a full spawn-join or
@@ -77,6 +87,43 @@
  *               sleep does (a lone work_stealing(1) scheduler never wakes a
  *               sleeping fiber).  Check: 3 (both bursts' sums right, the
  *               fiber slept N ms).
+ *   latency-yield, latency-cpu, latency-read  (wl_latency.c) A ticker
+ *               fiber loops this_fiber::sleep_for(1 ms) until the window (N
+ *               ms from the clock's start) ends, at least once, and records
+ *               each wake-up's lateness (time asleep - 1 ms).  main's fiber
+ *               waits until it has started (a fibers::future), then hands
+ *               pool thread k the load fibers k, k + T, k + 2T...: thread
+ *               k's main fiber launches and joins them (on_every_thread).
+ *               The loads: latency-yield, 200 fibers each looping { 1 ms of
+ *               arithmetic; this_fiber::yield(); } until the window ends
+ *               (at least once); latency-cpu, THREADS fibers each computing
+ *               N ms without a yield; latency-read, THREADS fibers each in a
+ *               blocking read(2) of one byte on its own pipe (pipe2), into
+ *               which a plain std::thread writes byte i + 1 at the window's
+ *               end (clock_nanosleep, absolute).  The arithmetic is weft's:
+ *               blocks of the sum of 1 / i^2 for i = 1..1000, each checked
+ *               against the sum computed before the clock.  A sleeping
+ *               fiber is readied only by its thread's dispatcher, itself a
+ *               fiber of that thread's ready queue, run once per round of
+ *               it; the woken fiber then goes to the queue's tail.  Beside
+ *               its thread's share of the yielders (100 at T = 2) a ticker
+ *               thus waits up to a round of slices to be readied and
+ *               another to run; and while a cruncher or a reader holds
+ *               its thread, until that fiber is done: Boost.Fiber neither
+ *               preempts a fiber nor takes its thread back.  Measured as it is.  Figures as weft's: value, the
+ *               worst lateness in ms; extras p50 and p99 in ms (nearest
+ *               rank), ticks (% of N) and cpu (CPU ms per second from the
+ *               clock's start to the ticker's join).  Check: load fibers
+ *               whose work checked out (every block right and at least
+ *               one; a reader got its own byte) + 1 for a ticker that woke
+ *               and never early.  Every run ends by its clock: main's
+ *               fiber waits for the ticker until 1 s after the load ended
+ *               (or after the window, were it sooner), then exits 1 with
+ *               the reason on stderr (std::_Exit: a sleeping fiber can be
+ *               neither cancelled nor left behind, its scheduler would wait
+ *               for it at exit).  With THREADS = 1 on a thread of its own
+ *               with the default round_robin scheduler, as sleep and
+ *               timeout.
  *   timeout     P = 500 fiber pairs (P = N when N < 500) pass N messages
  *               (N / P per pair, the first N % P pairs one more) through
  *               two buffered_channel<uint64_t>s per pair, A -> B and B -> A,
@@ -94,15 +141,23 @@
  */
 #include <boost/fiber/all.hpp>
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -140,10 +195,14 @@ private:
     unsigned left_;
 };
 
-// The end of the run, as the helper threads' main fibers wait for it.
-fibers::mutex end_mu;
-fibers::condition_variable end_cv;
+// What the helper threads' main fibers wait for: a job to run on their
+// thread (on_every_thread) or the end of the run.
+fibers::mutex pool_mu;
+fibers::condition_variable pool_cv;
 bool end_flag = false;
+uint64_t job_seq = 0;                     // jobs posted so far
+std::function<void(unsigned)> pool_job;   // the latest, fn(thread index)
+unsigned job_left = 0;                    // helpers still running it
 
 bool suspend_when_idle()
 {
@@ -151,12 +210,47 @@ bool suspend_when_idle()
     return s == nullptr || std::strcmp(s, "0") != 0;
 }
 
-void helper(unsigned threads, bool suspend, thread_barrier *ready)
+void helper(unsigned index, unsigned threads, bool suspend,
+            thread_barrier *ready)
 {
     fibers::use_scheduling_algorithm<fibers::algo::work_stealing>(threads, suspend);
     ready->arrive_and_wait();
-    std::unique_lock<fibers::mutex> lk(end_mu);
-    end_cv.wait(lk, [] { return end_flag; });
+    uint64_t seen = 0;
+    std::unique_lock<fibers::mutex> lk(pool_mu);
+    for (;;) {
+        pool_cv.wait(lk, [&seen] { return end_flag || job_seq != seen; });
+        // on_every_thread waits for every helper before it returns, so
+        // the end never overtakes a job.
+        if (end_flag)
+            return;
+        seen = job_seq;
+        const std::function<void(unsigned)> fn = pool_job;
+        lk.unlock();
+        fn(index);
+        lk.lock();
+        if (--job_left == 0)
+            pool_cv.notify_all();
+    }
+}
+
+// Runs fn(k) in the main fiber of each pool thread k (0 is the caller's,
+// main's; threads = 1 runs fn(0) alone, on any thread) and returns once
+// every call has: the fibers fn(k) launches start on thread k, where
+// fibers launched from main's fiber alone would mostly stay on main's
+// thread (helpers asleep are not woken to steal: the top of this file).
+void on_every_thread(unsigned threads, const std::function<void(unsigned)> &fn)
+{
+    {
+        std::unique_lock<fibers::mutex> lk(pool_mu);
+        pool_job = fn;
+        job_left = threads - 1;
+        job_seq++;
+    }
+    pool_cv.notify_all();
+    fn(0);
+    std::unique_lock<fibers::mutex> lk(pool_mu);
+    pool_cv.wait(lk, [] { return job_left == 0; });
+    pool_job = nullptr; // what it captured may not outlive this call
 }
 
 uint64_t skynet(uint64_t num, uint64_t size)
@@ -323,6 +417,247 @@ double cpu_ms_per_s(uint64_t cpu0, uint64_t cpu1, uint64_t t0, uint64_t t1)
     return t1 > t0 ? double(cpu1 - cpu0) / 1e6 / (double(t1 - t0) / 1e9) : 0.0;
 }
 
+// ---- latency-yield, latency-cpu, latency-read (wl_latency.c) ----
+
+constexpr uint64_t tick_ns = 1000000;     // the ticker's sleep, a yield's slice
+constexpr unsigned latency_yielders = 200;
+constexpr unsigned basel_terms = 1000;    // terms per block of arithmetic
+// How long main's fiber waits for the ticker once the load has ended.
+constexpr auto ticker_grace = std::chrono::seconds(1);
+
+enum class latency_load { yield, cpu, read };
+
+// One block of arithmetic: the sum of 1 / i^2 for i = 1..terms.  Not
+// inlined, and its argument read from memory at every call, so that the
+// compiler cannot fold the blocks of a slice into one.
+__attribute__((noinline)) double basel_block(unsigned terms)
+{
+    double sum = 0.0;
+    for (unsigned i = 1; i <= terms; i++) {
+        const double x = double(i);
+        sum += 1.0 / (x * x);
+    }
+    return sum;
+}
+
+// One fiber of the load; read by main's fiber after the join.
+struct latency_loader {
+    int fd = -1;            // latency-read: its pipe's read end
+    uint64_t blocks = 0;    // blocks of arithmetic done
+    uint64_t wrong = 0;     // blocks whose sum was not the reference's
+    bool ok = false;        // its work checked out
+};
+
+struct latency_state {
+    latency_load load;
+    uint64_t window_ns, end_ns;
+    unsigned terms = basel_terms;   // read by each block from here
+    double block_sum;               // what one block computes
+    std::vector<latency_loader> loaders;
+    std::vector<std::array<int, 2>> pipes;
+    bool write_failed = false;      // by the writer, read after its join
+
+    // The ticker's, read by main's fiber once the ticker is done.
+    std::vector<uint64_t> late_ns;  // each wake-up's lateness, in order
+    size_t tick_cap;
+    uint64_t early = 0;             // sleeps that returned before 1 ms
+
+    ~latency_state()
+    {
+        for (auto &p : pipes)
+            for (int fd : p)
+                if (fd >= 0)
+                    close(fd);
+    }
+};
+
+// Computes blocks until ns have passed since start; at least one.
+void crunch_until(latency_state *r, latency_loader *l, uint64_t start,
+                  uint64_t ns)
+{
+    do {
+        const double sum = basel_block(r->terms);
+        l->blocks++;
+        l->wrong += sum != r->block_sum;
+    } while (bench_now_ns() - start < ns);
+}
+
+void latency_ticker(latency_state *r, fibers::promise<void> *started,
+                    fibers::promise<void> *done)
+{
+    started->set_value();
+    do {
+        const uint64_t s = bench_now_ns();
+        boost::this_fiber::sleep_for(std::chrono::nanoseconds(tick_ns));
+        const uint64_t slept = bench_now_ns() - s;
+        if (slept < tick_ns)
+            r->early++;
+        else
+            r->late_ns.push_back(slept - tick_ns);
+    } while (bench_now_ns() < r->end_ns && r->late_ns.size() < r->tick_cap);
+    done->set_value();
+}
+
+// The byte the writer puts into pipe i.
+unsigned char pipe_byte(size_t i)
+{
+    return (unsigned char)(i + 1);
+}
+
+// One fiber of the load, by kind.
+void latency_loader_body(latency_state *r, size_t i)
+{
+    latency_loader *l = &r->loaders[i];
+
+    switch (r->load) {
+    case latency_load::yield:
+        do {
+            crunch_until(r, l, bench_now_ns(), tick_ns);
+            boost::this_fiber::yield();
+        } while (bench_now_ns() < r->end_ns);
+        l->ok = l->blocks > 0 && l->wrong == 0;
+        break;
+    case latency_load::cpu:
+        crunch_until(r, l, bench_now_ns(), r->window_ns);
+        l->ok = l->blocks > 0 && l->wrong == 0;
+        break;
+    case latency_load::read: {
+        unsigned char byte = 0;
+        ssize_t n;
+        do
+            n = read(l->fd, &byte, 1);
+        while (n < 0 && errno == EINTR);
+        l->ok = n == 1 && byte == pipe_byte(i);
+        break;
+    }
+    }
+}
+
+// latency-read's plain thread: at the window's end, one byte into each pipe.
+void latency_writer(latency_state *r)
+{
+    const struct timespec at = { time_t(r->end_ns / 1000000000u),
+                                 long(r->end_ns % 1000000000u) };
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR)
+        ;
+    for (size_t i = 0; i < r->pipes.size(); i++) {
+        const unsigned char byte = pipe_byte(i);
+        ssize_t n;
+        do
+            n = write(r->pipes[i][1], &byte, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1) {
+            // Its reader then reads end of file instead of waiting on.
+            r->write_failed = true;
+            close(r->pipes[i][1]);
+            r->pipes[i][1] = -1;
+        }
+    }
+}
+
+// The ceil(pct n / 100)-th smallest of sorted (n > 0), in ms.
+double percentile_ms(const std::vector<uint64_t> &sorted, unsigned pct)
+{
+    const size_t rank = (sorted.size() * pct + 99) / 100;
+    return double(sorted[rank > 0 ? rank - 1 : 0]) / 1e6;
+}
+
+// One latency measurement from a fiber of pool thread 0 (the top of this
+// file says how): sets *value, *check and the four extras; false (said on
+// stderr) if it failed.
+bool latency_run(latency_load load, uint64_t n, unsigned threads,
+                 double *value, uint64_t *check, double *extra)
+{
+    static const char *const name[] = { "latency-yield", "latency-cpu",
+                                        "latency-read" };
+    const char *w = name[int(load)];
+    latency_state r;
+
+    r.load = load;
+    r.window_ns = n * 1000000u;
+    r.loaders.resize(load == latency_load::yield ? latency_yielders : threads);
+    // Every wake-up takes at least 1 ms: at most N of them end inside the
+    // window, and the last one may end after it.
+    r.tick_cap = size_t(n) + 1;
+    r.late_ns.reserve(r.tick_cap);
+    r.block_sum = basel_block(r.terms);
+    if (load == latency_load::read) {
+        r.pipes.assign(r.loaders.size(), { -1, -1 });
+        for (size_t i = 0; i < r.pipes.size(); i++) {
+            if (pipe2(r.pipes[i].data(), O_CLOEXEC) != 0) {
+                std::fprintf(stderr, "peer-boost-fiber: %s: pipe2: %s\n", w,
+                             std::strerror(errno));
+                return false;
+            }
+            r.loaders[i].fd = r.pipes[i][0];
+        }
+    }
+
+    fibers::promise<void> started, done;
+    fibers::future<void> started_f = started.get_future();
+    fibers::future<void> done_f = done.get_future();
+    const uint64_t cpu0 = bench_cpu_ns();
+    const uint64_t t0 = bench_now_ns();
+    r.end_ns = t0 + r.window_ns;
+    fibers::fiber ticker(latency_ticker, &r, &started, &done);
+    started_f.get();
+
+    // Readers only with a writer: without one they would block for ever.
+    std::thread writer;
+    if (load == latency_load::read) {
+        try {
+            writer = std::thread(latency_writer, &r);
+        } catch (const std::system_error &e) {
+            std::fprintf(stderr, "peer-boost-fiber: %s: writer thread: %s\n",
+                         w, e.what());
+        }
+    }
+    if (load != latency_load::read || writer.joinable()) {
+        // Loader i starts on thread i mod T (on_every_thread says why).
+        on_every_thread(threads, [&r, threads](unsigned k) {
+            std::vector<fibers::fiber> fs;
+            for (size_t i = k; i < r.loaders.size(); i += threads)
+                fs.emplace_back(latency_loader_body, &r, i);
+            for (auto &f : fs)
+                f.join();
+        });
+    }
+    // 1 s after the load ended, or after the window if no load ran: the
+    // ticker's last sleep was due by the later of the two.
+    const uint64_t now = bench_now_ns();
+    const auto grace = ticker_grace + std::chrono::nanoseconds(
+                           r.end_ns > now ? r.end_ns - now : 0);
+    if (done_f.wait_for(grace) == fibers::future_status::timeout) {
+        std::fprintf(stderr, "peer-boost-fiber: %s: the ticker was still "
+                             "asleep 1 s after the load ended\n", w);
+        std::fflush(stderr);
+        std::_Exit(PEER_EXIT_FAILED);
+    }
+    ticker.join();
+    const uint64_t t1 = bench_now_ns(), cpu1 = bench_cpu_ns();
+    if (writer.joinable())
+        writer.join();
+    else if (load == latency_load::read)
+        return false;
+    if (r.write_failed) {
+        std::fprintf(stderr, "peer-boost-fiber: %s: a write to a pipe failed\n", w);
+        return false;
+    }
+
+    uint64_t ok = 0;
+    for (const auto &l : r.loaders)
+        ok += l.ok;
+    std::vector<uint64_t> &late = r.late_ns;
+    std::sort(late.begin(), late.end());
+    *check = ok + (!late.empty() && r.early == 0);
+    *value = late.empty() ? 0 : double(late.back()) / 1e6;
+    extra[0] = late.empty() ? 0 : percentile_ms(late, 50);
+    extra[1] = late.empty() ? 0 : percentile_ms(late, 99);
+    extra[2] = 100.0 * double(late.size()) / double(n);
+    extra[3] = cpu_ms_per_s(cpu0, cpu1, t0, t1);
+    return true;
+}
+
 // One measurement in main's fiber (timeout on one thread: see there): sets
 // *value, *check and the workload's extra figures (*nextra of them); false
 // = n/a.
@@ -440,6 +775,26 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         else
             std::thread([n, value, check] { timeout_run(n, value, check); }).join();
         return true;
+    } else if (std::strncmp(w, "latency-", 8) == 0) {
+        const latency_load load = std::strcmp(w, "latency-yield") == 0
+                                      ? latency_load::yield
+                                  : std::strcmp(w, "latency-cpu") == 0
+                                      ? latency_load::cpu
+                                      : latency_load::read;
+        bool ok = false;
+        /* T = 1 on a thread of its own with round_robin, as sleep and
+         * timeout: main's fiber waits for the ticker with a deadline, and
+         * a lone work_stealing(1) scheduler with nothing else ready would
+         * never wake it, nor the ticker. */
+        if (threads > 1)
+            ok = latency_run(load, n, threads, value, check, extra);
+        else
+            std::thread([&ok, load, n, value, check, extra] {
+                ok = latency_run(load, n, 1, value, check, extra);
+            }).join();
+        run_failed |= !ok;
+        *nextra = 4;
+        return true;
     } else if (std::strcmp(w, "sync-wait") == 0) {
         cpu0 = bench_cpu_ns();
         t0 = bench_now_ns();
@@ -492,7 +847,8 @@ int main(int argc, char **argv)
     static const char *const known[] = { "spawn-join", "skynet", "fib",
                                          "yield", "yield-fp", "ping-pong",
                                          "ping-pong-fp", "sync-wait", "sleep",
-                                         "timeout", "idle" };
+                                         "timeout", "idle", "latency-yield",
+                                         "latency-cpu", "latency-read" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;
@@ -515,7 +871,7 @@ int main(int argc, char **argv)
     thread_barrier ready(a.threads);
     std::vector<std::thread> helpers;
     for (unsigned i = 1; i < a.threads; i++)
-        helpers.emplace_back(helper, a.threads, suspend, &ready);
+        helpers.emplace_back(helper, i, a.threads, suspend, &ready);
     fibers::use_scheduling_algorithm<fibers::algo::work_stealing>(a.threads, suspend);
     ready.arrive_and_wait();
 
@@ -525,10 +881,10 @@ int main(int argc, char **argv)
     measure(w, a.n, a.threads, &value, &check, extra, &nextra);
 
     {
-        std::unique_lock<fibers::mutex> lk(end_mu);
+        std::unique_lock<fibers::mutex> lk(pool_mu);
         end_flag = true;
     }
-    end_cv.notify_all();
+    pool_cv.notify_all();
     for (auto &t : helpers)
         t.join();
 
