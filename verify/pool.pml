@@ -1,7 +1,9 @@
 /*
  * pool.pml -- no lost wakeup between submitters and searching / parking
  * workers, with the parker's kept permit and, built with -DIO, the
- * netpoller's hand-off and eventfd path.
+ * netpoller's hand-off and eventfd path; built with -DSPARE, a spare
+ * that covers and is recalled; built with -DMONITOR, the monitor's deep
+ * sleep.
  *   src/sched/pool.c: top comment ("No lost wakeup"), inject, inject_take,
  *     wakep, weft__pool_kick, wake_if_needed, submit_outside,
  *     weft__pool_submit (push_local), weft__pool_submit_fifo, pop_local,
@@ -19,6 +21,11 @@
  *   src/sched/wait.c weft__wait_wake_fifo; src/sched/task_state.c
  *     weft__task_wake_fifo, enqueue_home: the woken reader's way back to
  *     weft__pool_submit_fifo
+ *   -DSPARE, -DMONITOR: src/sched/pool.c "Spares": spare_leave,
+ *     weft__pool_spare_recall, weft__pool_monitor_may_sleep, and in
+ *     park_worker the retire check and the monitor's wake; find_work's
+ *     retire check at its top; src/sched/monitor.c monitor_main (the
+ *     deep sleep) and look (the recall)
  *
  * Processes
  *   submitter   a thread outside the pool: submit_outside() (inject();
@@ -44,6 +51,28 @@
  *               HOG=1 WRITER=1, HOG=1 WRITER=3, HOG=3 WRITER=3, and
  *               NTASK=2 HOG=1 WRITER=1 (one task that writes and hogs).
  *
+ *   -DSPARE     worker 1 is a spare covering a stuck worker (which is
+ *               not modelled: it holds nothing this model needs) from the
+ *               start, one of the pool's workers in every respect: nactive
+ *               is 2; the monitor process recalls it once, at any moment
+ *               (weft__pool_spare_recall: retire = 1, then under idle_lock
+ *               take it off the idle list if it is there, count it as
+ *               searching, unpark it).  The spare checks retire at the top
+ *               of find_work (our `loop`) and in park_worker after its
+ *               last look, and leaves (spare_leave: its ring's task to the
+ *               global queue, nactive -= 1 under idle_lock, found_work,
+ *               wake_if_needed if it handed a task over); then it is no
+ *               worker any more (spare_wait is not modelled).
+ *   -DMONITOR   the monitor process also tries MSLEEPS (default 2) deep
+ *               sleeps, each at any moment: under idle_lock, if nidle ==
+ *               nactive, monitor_asleep = 1; then it parks on its own
+ *               parker until a worker leaving park_worker (which reads and
+ *               clears monitor_asleep under idle_lock, in the lock it
+ *               leaves the idle list under) unparks it.
+ *   run.sh checks -DSPARE -DMONITOR -DNTASK=2 -DMSLEEPS=1 (task 1 from
+ *   outside spawns task 2 onto the ring of whichever worker runs it: the
+ *   spare's, which its leave hands over, or worker 0's).
+ *
  * Model variable      C
  *   gq                 p->inject_head/tail (cds_wfcq; inject(), take_global())
  *   inject_lock        p->inject_lock (inject_take's trylock)
@@ -66,6 +95,18 @@
  *         io_data, io_seq, rec_lock, linked   the fd's data, rec->seq,
  *                        rec->lock, the reader's wait record on rec->waiters
  *         WRITER=0       (an option) a peer outside the pool writes the fd
+ *   -DSPARE: retire    the spare's w->retire (its w->active is nactive's
+ *                      share: thieves find its ring empty once it left)
+ *            recalled, spare_left  ghosts: the recall was made, the spare
+ *                      has left
+ *   -DSPARE or -DMONITOR: nactive  p->nactive (under idle_lock)
+ *   -DMONITOR: monitor_asleep  p->monitor_asleep (under idle_lock)
+ *            mon_permit  the monitor's parker (m->parker)
+ *            mon_parked, mon_owed, nrun  ghosts: the monitor is in its
+ *                      park; a worker has taken monitor_asleep and its
+ *                      unpark comes next; active workers outside
+ *                      park_worker (from its unpark of the monitor, or
+ *                      its unlock, to its join of the idle list)
  *
  * Steps (each Promela statement is one atomic access of the C code, or a
  * run of accesses to data that only the holder of a lock touches):
@@ -130,6 +171,13 @@
  * worker requeues it and runs it (that hand-off is task.pml's subject).
  * The fd is taken as registered from the start (a registration reports
  * the data already there, so a later one is the same as an early one).
+ * With -DSPARE: the spare's LIFO slot and yielded FIFO (spare_leave hands
+ * them to the global queue as it hands its ring: the same inject, counted
+ * in `handed`), the covered worker (stuck in one task: it queues nothing
+ * and takes nothing), weft__pool_spare_cover and the spare's thread
+ * states (the monitor's own thread makes a spare active, under idle_lock,
+ * before the spare runs find_work), and the monitor's other looks (they
+ * only decide whether to recall or to cover: either way is in the model).
  *
  * Memory order.  Every access that the proof rests on is seq_cst, a
  * locked RMW, or follows a seq_cst fence: the push to the global queue is
@@ -187,7 +235,12 @@
  *   - when no process can move (timeout), every task has ended: no worker
  *     is parked, on its futex or in epoll_wait, with work left queued or
  *     an I/O wait left unserved.  (A worker blocked anywhere but in its
- *     park is an invalid end state.)
+ *     park is an invalid end state.)  With -DSPARE the spare is among
+ *     those workers until it leaves, and a recalled spare has left (it
+ *     never sleeps on with retire set);
+ *   - -DMONITOR: at every moment, the monitor is not asleep (parked, no
+ *     permit, no unpark on its way) while an active worker is outside
+ *     park_worker (asleep_watch).
  *
  * Broken twins (spin -DSPIN_RULE -DBROKEN_...), each with the
  * configuration in which run.sh checks it (verify/README.md has the
@@ -212,6 +265,20 @@
  *                     sleeper-to-be); the kicker then runs the hog and
  *                     nobody polls.
  *
+ *   -DSPARE -DNTASK=2 (the spare alone: a smaller space, whose runs are
+ *   runs of the checked -DSPARE -DMONITOR line with the monitor's sleep
+ *   tried last):
+ *   NO_RETIRE_CHECK   park_worker sleeps without reading retire.
+ *   RECALL_NO_WAKE    the recall only sets retire.
+ *   RECALL_UNCOUNTED  the recall takes the spare off the idle list without
+ *                     counting it as searching (the spare, woken, thinks
+ *                     it was, as after wakep).
+ *   LEAVE_NO_WAKE     spare_leave hands its task over and wakes nobody.
+ *   -DMONITOR -DNTASK=2 (the monitor alone, likewise):
+ *   MONITOR_UNLOCKED  weft__pool_monitor_may_sleep reads the counts and
+ *                     sets monitor_asleep without idle_lock.
+ *   NO_MONITOR_WAKE   park_worker does not look at monitor_asleep.
+ *
  * Options that are not twins: -DNO_MISSED (np_take never sets missed)
  * passes in every configuration run.sh checks: with np_unattended in the
  * last look, `missed` is redundant (verify/README.md).
@@ -222,8 +289,8 @@
 #ifndef NTASK
 #define NTASK 3
 #endif
-#if NTASK != 3 && (NTASK != 2 || !defined(IO))
-#error "NTASK is 3, or 2 with -DIO (no task 3)"
+#if NTASK != 3 && (NTASK != 2 || !(defined(IO) || defined(SPARE) || defined(MONITOR)))
+#error "NTASK is 3, or 2 with -DIO, -DSPARE or -DMONITOR (no task 3)"
 #endif
 
 /* Task roles (0: none).  Base: task 1 spawns task 2 on its worker's ring. */
@@ -267,6 +334,30 @@ bool in_poll[NW];
 bit permit[NW];
 #ifdef BROKEN_LOST_UNPARK
 bool sleeping[NW];
+#endif
+
+#if defined(SPARE) || defined(MONITOR)
+#ifdef IO
+#error "SPARE and MONITOR are checked without IO"
+#endif
+byte nactive = NW;         /* p->nactive */
+#endif
+#ifdef SPARE
+#define SPARE_W 1          /* worker 1 is the spare */
+bit retire;                /* the spare's w->retire */
+bit recalled;              /* the monitor has called recall (ghost) */
+bit spare_left;            /* the spare has left (ghost) */
+#endif
+#ifdef MONITOR
+bit monitor_asleep;        /* p->monitor_asleep */
+bit mon_permit;            /* the monitor's parker */
+bit mon_parked;            /* the monitor is in its park (ghost) */
+bit mon_owed;              /* a worker has taken monitor_asleep and is
+                              about to unpark the monitor (ghost) */
+byte nrun = NW;            /* active workers outside park_worker (ghost) */
+#define NRUN_DEC ; nrun--
+#else
+#define NRUN_DEC
 #endif
 
 #ifdef IO
@@ -600,6 +691,7 @@ inline park_worker() {
         idle_lock == 0 -> idle_lock = 1;
         idle[me] = 1;
         il[1] = il[0]; il[0] = me; iln++
+        NRUN_DEC
     };
 #ifdef BROKEN_RMW_NOT_FENCE
     /* no fence: the re-check's relaxed loads performed before the RMWs
@@ -622,6 +714,14 @@ inline park_worker() {
 #elif !defined(BROKEN_RMW_NOT_FENCE)
     any_work();
 #endif
+#if defined(SPARE) && !defined(BROKEN_NO_RETIRE_CHECK)
+    /* a spare asked to stop covering does not sleep: read after joining
+     * the idle list under idle_lock, where the recall looks for it */
+    if
+    :: sleep && me == SPARE_W && retire -> sleep = 0
+    :: else -> skip
+    fi;
+#endif
     if
     :: sleep ->
 #ifdef IO
@@ -637,6 +737,11 @@ inline park_worker() {
     atomic {
         idle_lock == 0 -> idle_lock = 1;
         polled = in_poll[me]; in_poll[me] = 0;
+#if defined(MONITOR) && !defined(BROKEN_NO_MONITOR_WAKE)
+        /* the first to leave the idle list wakes the monitor */
+        wake_mon = monitor_asleep; monitor_asleep = 0;
+        mon_owed = mon_owed | wake_mon;
+#endif
         if
         :: idle[me] ->
             /* leave_idle_list */
@@ -663,7 +768,17 @@ inline park_worker() {
         fi
     :: else -> skip
     fi;
+#ifdef MONITOR
+    /* weft__monitor_wake after the unlock; running from here on */
+    if
+    :: wake_mon ->
+        idle_lock = 0;
+        d_step { mon_permit = 1; mon_owed = 0; nrun++; wake_mon = 0 }
+    :: else -> d_step { idle_lock = 0; nrun++ }
+    fi;
+#else
     idle_lock = 0;
+#endif
 #ifdef IO
     if
     :: polled ->
@@ -740,8 +855,24 @@ proctype worker(byte me) {
 #ifdef IO
     bit kick, woke, got_ev, got_evfd;
 #endif
+#ifdef MONITOR
+    bit wake_mon;
+#endif
+#ifdef SPARE
+    bit handed;
+#ifdef SPIN_RULE
+    byte na;
+#endif
+#endif
     other = 1 - me;
 loop:
+#ifdef SPARE
+    /* find_work's top: a spare asked to stop covering leaves */
+    if
+    :: me == SPARE_W && retire -> goto leave
+    :: else -> skip
+    fi;
+#endif
     /* pop_local: the newest first; our own pending push included.  (The
      * locals are cleared here only to keep the state space small.) */
     atomic {
@@ -782,10 +913,18 @@ loop:
         /* the rule on the values read (twins: see "memory order") */
         ns = nspinning;
         ni = nidle;
+#ifdef SPARE
+        na = nactive;
+        if
+        :: 2 * ns < (na > ni -> na - ni : 0) -> spinning = 1; nspinning++
+        :: else -> skip
+        fi
+#else
         if
         :: 2 * ns < NW - ni -> spinning = 1; nspinning++
         :: else -> skip
         fi
+#endif
 #else
         /* either decision, whatever the relaxed loads would read */
         if
@@ -814,13 +953,159 @@ loop:
 found:
     found_work();
     run_task();
-    goto loop
+    goto loop;
+#ifdef SPARE
+leave:
+    /* spare_leave: what is queued here goes to the global queue (our own
+     * pending push included: our own pops see it) */
+    atomic {
+        t = NONE;
+        if
+        :: pend[me] != 0 -> t = pend[me]; pend[me] = 0
+        :: pend[me] == 0 && lq[me] != 0 -> t = lq[me]; lq[me] = 0
+        :: else -> skip
+        fi
+    };
+    if
+    :: t != NONE -> gq!t; handed = 1 /* inject: still QUEUED */
+    :: else -> skip
+    fi;
+    /* out of the active set, under idle_lock */
+    atomic { idle_lock == 0 -> idle_lock = 1; nactive-- NRUN_DEC };
+    idle_lock = 0;
+    found_work();
+    if
+#ifdef BROKEN_LEAVE_NO_WAKE
+    :: handed -> skip
+#else
+    :: handed -> wake_if_needed()
+#endif
+    :: else -> skip
+    fi;
+    spare_left = 1
+    /* spare_wait: no longer one of the pool's workers */
+#endif
 }
+
+#if defined(SPARE) || defined(MONITOR)
+#ifndef MSLEEPS
+#define MSLEEPS 2
+#endif
+#ifdef SPARE
+#define RECALL_DONE recalled
+#else
+#define RECALL_DONE 1
+#endif
+#ifdef MONITOR
+#define SLEEPS_DONE (sleeps == MSLEEPS)
+#else
+#define SLEEPS_DONE 1
+#endif
+/* The monitor (src/sched/monitor.c, monitor_main and look): with -DSPARE
+ * one recall of the spare (weft__pool_spare_recall), with -DMONITOR up to
+ * MSLEEPS deep sleeps (weft__pool_monitor_may_sleep, then its park until
+ * a worker wakes it), in any order, each at any moment. */
+proctype monitor() {
+    bit ok, woken, vpoll;
+    byte sleeps, na;
+    do
+#ifdef SPARE
+    :: !recalled ->
+        d_step { retire = 1; recalled = 1 };
+#ifndef BROKEN_RECALL_NO_WAKE
+        /* if the spare is on the idle list, take it off as wakep would,
+         * counted as searching, and wake it */
+        atomic {
+            idle_lock == 0 -> idle_lock = 1;
+            woken = idle[SPARE_W];
+            if
+            :: woken ->
+                idle[SPARE_W] = 0;
+                vpoll = in_poll[SPARE_W];
+                if
+                :: il[0] == SPARE_W -> il[0] = il[1]
+                :: else -> assert(iln == 2 && il[1] == SPARE_W)
+                fi;
+                il[1] = NONE;
+                iln--
+            :: else -> skip
+            fi
+        };
+        if
+        :: woken ->
+            nidle--;
+#ifndef BROKEN_RECALL_UNCOUNTED
+            nspinning++
+#else
+            skip
+#endif
+        :: else -> skip
+        fi;
+        idle_lock = 0;
+        if
+        :: woken -> assert(!vpoll); unpark(SPARE_W)
+        :: else -> skip
+        fi;
+        woken = 0
+#else
+        skip
+#endif
+#endif
+#ifdef MONITOR
+    :: sleeps < MSLEEPS ->
+        sleeps++;
+#ifdef BROKEN_MONITOR_UNLOCKED
+        /* the look and the flag without idle_lock */
+        na = nactive;
+        ok = (nidle == na);
+        if
+        :: ok -> monitor_asleep = 1
+        :: else -> skip
+        fi;
+#else
+        atomic {
+            idle_lock == 0 -> idle_lock = 1;
+            ok = (nidle == nactive);
+            if
+            :: ok -> monitor_asleep = 1
+            :: else -> skip
+            fi
+        };
+        idle_lock = 0;
+#endif
+        if
+        :: ok ->
+            mon_parked = 1;
+end_mpark:  atomic { mon_permit -> mon_permit = 0; mon_parked = 0 }
+        :: else -> skip
+        fi;
+        ok = 0; na = 0
+#endif
+    :: RECALL_DONE && SLEEPS_DONE -> break
+    od
+}
+#endif
+
+#ifdef MONITOR
+/* The monitor never sleeps (parked, no permit, no wake on its way: a
+ * worker that took monitor_asleep unparks it next) while an active worker
+ * is outside park_worker. */
+active proctype asleep_watch() {
+end_watch:
+    atomic { (mon_parked && !mon_permit && !mon_owed && nrun > 0) -> assert(false) }
+}
+#endif
+
+#ifdef SPARE
+#define SPARE_DONE (!recalled || spare_left)
+#else
+#define SPARE_DONE 1
+#endif
 
 active proctype check() {
     timeout ->
     assert(ndone == NTASK && len(gq) == 0 && lq[0] == 0 && lq[1] == 0 &&
-           pend[0] == 0 && pend[1] == 0)
+           pend[0] == 0 && pend[1] == 0 && SPARE_DONE)
 }
 
 #ifdef IO
@@ -845,5 +1130,9 @@ init {
         run worker(1);
         run drain();
         run submitter()
+#if defined(SPARE) || defined(MONITOR)
+        ;
+        run monitor()
+#endif
     }
 }

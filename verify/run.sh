@@ -54,7 +54,7 @@ check() {
     local name=$1 kind=$2 model=$3 defs=$4 what=$5
     local d="$work/$name"
     local opt=-O0           # small models: compiling costs more than running
-    case $model in pool.pml|claim.pml) opt=-O2 ;; esac
+    case $model in pool.pml|claim.pml|yielded.pml) opt=-O2 ;; esac
     local search=""        # twins: breadth first, so the trail
     [ "$kind" = pass ] || search=-DBFS   # is a shortest one
     cp "$here/$model" "$d/"
@@ -147,12 +147,42 @@ one pool_io_solo    pass pool.pml "-DIO -DNTASK=2 -DHOG=1 -DWRITER=1" ""
 one pool_io_solo.no_poll_recheck twin pool.pml "-DSPIN_RULE -DIO -DNTASK=2 -DHOG=1 -DWRITER=1 -DBROKEN_NO_POLL_RECHECK" \
     "the poller's give_up sees missed and kicks, but wakep does nothing while both workers count as spinning; the kicker takes the hog, the other's last look misses the free poller and it sleeps on its futex: nobody polls"
 
+# 1b. the monitor's spares and its deep sleep against the same protocol
+#    (src/sched/pool.c "Spares", src/sched/monitor.c)
+one pool_spare      pass pool.pml "-DSPARE -DMONITOR -DNTASK=2 -DMSLEEPS=1" ""
+one pool_spare.no_retire_check twin pool.pml "-DSPIN_RULE -DSPARE -DNTASK=2 -DBROKEN_NO_RETIRE_CHECK" \
+    "the recall sets retire and finds the spare off the idle list; the spare, past its look at retire at find_work's top, searches, parks without reading retire and sleeps: recalled, it never leaves"
+one pool_spare.recall_no_wake twin pool.pml "-DSPIN_RULE -DSPARE -DNTASK=2 -DBROKEN_RECALL_NO_WAKE" \
+    "the spare runs both tasks and sleeps on the idle list; the recall only sets retire: the spare sleeps on with retire set"
+one pool_spare.recall_uncounted twin pool.pml "-DSPIN_RULE -DSPARE -DNTASK=2 -DBROKEN_RECALL_UNCOUNTED" \
+    "the recall takes the parking spare off the idle list without counting it as searching; the spare drops its own count, then, leaving, the one it believes the recall added: nspinning wraps to 255 and the submit wakes nobody"
+one pool_spare.leave_no_wake twin pool.pml "-DSPIN_RULE -DSPARE -DNTASK=2 -DBROKEN_LEAVE_NO_WAKE" \
+    "the spare runs task 1, whose spawn sits unseen in its ring; worker 0 re-checks and parks; the recalled spare hands task 2 to the global queue and leaves without a wake: worker 0 sleeps, task 2 queued"
+one pool_spare.monitor_unlocked twin pool.pml "-DSPIN_RULE -DMONITOR -DNTASK=2 -DBROKEN_MONITOR_UNLOCKED" \
+    "the monitor reads nidle == nactive without idle_lock; a worker whose last look found task 1 leaves the idle list and reads monitor_asleep = 0; the monitor then sets it and sleeps while that worker runs"
+one pool_spare.monitor_no_wake twin pool.pml "-DSPIN_RULE -DMONITOR -DNTASK=2 -DBROKEN_NO_MONITOR_WAKE" \
+    "the monitor sleeps with both workers on the idle list; one finds task 1 on its last look, leaves without looking at monitor_asleep and runs: the monitor sleeps on"
+
 # 2. the coroutine claim (src/ctx/claim.h, claim.c)
 one claim           pass claim.pml "" ""
 one claim.no_membarrier twin claim.pml "-DBROKEN_NO_MEMBARRIER" \
     "the owner's F1 and RUNNING sit in its store buffer; the slow claim, without membarrier, reads claiming = NULL and wins its CAS: two threads run the coroutine"
 one claim.no_wait   twin claim.pml "-DBROKEN_NO_WAIT" \
     "membarrier makes the owner's F1 visible, but the slow claim does not wait for claiming to clear and wins the CAS before the owner's RUNNING lands"
+
+# 2b. the yielded FIFO's seize (src/sched/yielded.h, yielded.c, and
+#     pool.c steal_one)
+one yielded         pass yielded.pml "-DPSO -DNTHIEF=2 -DATTEMPTS=2" ""
+one yielded.no_membarrier twin yielded.pml "-DBROKEN_NO_MEMBARRIER" \
+    "the owner's busy = 1 sits in its store buffer while it reads seized = 0 and enters; the thief CASes seized and, without membarrier, reads the busy = 0 of the last exit: both hold the list"
+one yielded.no_busy_check twin yielded.pml "-DBROKEN_NO_BUSY_CHECK" \
+    "the owner is inside an append; the thief CASes seized and takes the list without looking at busy"
+one yielded.wait_no_recheck twin yielded.pml "-DATTEMPTS=2 -DBROKEN_WAIT_NO_RECHECK" \
+    "a first seize gives up but makes the owner wait (busy = 0); the wait sees seized = 0, but before its busy = 1 a second seize CASes seized, its membarrier drains the wait's busy = 0 and it takes the list; the owner stores busy = 1 and enters without looking again"
+one yielded.t4_relaxed twin yielded.pml "-DPSO -DBROKEN_T4_RELAXED" \
+    "the thief's seized = 0 becomes visible before its head = 0; the owner enters, reads the old head and pops task 1, which the thief took too"
+one yielded.exit_relaxed twin yielded.pml "-DPSO -DBROKEN_EXIT_RELAXED" \
+    "the thief CASes and its membarrier lands while the owner is inside its first append; the owner then stores tail = 1 and a relaxed busy = 0, which becomes visible first: the thief reads busy = 0, head = 1, tail = NULL, and its walk from head ends at NULL before the tail"
 
 # 3. await vs completion vs cancel (src/sched/await.c, task_run.c,
 #    task_state.c, task.c)

@@ -42,13 +42,15 @@
  *
  * Recalling.  A spare whose covered worker is no longer stuck (it
  * switched) is recalled: it leaves at its next scheduling point, handing
- * what it queued to the global queue (pool.c, spare_leave).
+ * what it queued to the global queue (pool.c, spare_leave; why a recalled
+ * spare always leaves and loses no wakeup: pool.c, "Spares").
  *
  * Sleeping.  While some worker runs a task the monitor wakes every
  * MONITOR_PERIOD_NS, or sooner when a worker's stall or warning threshold
  * comes first.  When it sees every worker asleep it sleeps until the
  * first worker wakes (weft__pool_monitor_may_sleep: the two meet under
- * idle_lock, pool.c, park_worker), so an idle pool costs it nothing.
+ * idle_lock, pool.c, park_worker; the argument is in pool.c, "Spares",
+ * and verify/pool.pml checks it), so an idle pool costs it nothing.
  *
  * The monitor's own state (the samples) is its alone; what it shares is
  * atomics: w->stuck, a spare's covers/active/retire, and the counters.

@@ -1133,6 +1133,53 @@ static void *worker_main(void *arg)
  * NONE, GONE, or by CAS from WAITING, then the unpark); WAITING by the
  * spare; GONE by the spare's CAS from WAITING, which a CAS to COVERING
  * that comes first makes fail: exactly one of the two wins.
+ *
+ * A recalled spare always leaves (weft__pool_spare_recall against
+ * park_worker).  The recall stores retire, then, under idle_lock, takes
+ * the spare off the idle list if it is there, as wakep would, and
+ * unparks it.  The spare joins the idle list under idle_lock and reads
+ * retire after that, before it would sleep.  idle_lock orders the two
+ * critical sections: if the recall's comes first, its store of retire
+ * (release, before it locked) is visible to the spare's acquire load
+ * after the spare's own lock, and the spare does not sleep; if the
+ * spare's comes first, the recall finds it on the list and unparks it
+ * (the parker keeps an unpark that comes before the park).  Either way
+ * it comes back to find_work's top, which reads retire and leaves; a
+ * spare that is not parking reads it there at its next pass (at least
+ * once in GLOBAL_EVERY yields that switch straight to the next yielded
+ * task).  The recall counts the spare as searching, as wakep does: a
+ * spare found off the list takes itself for woken by a waker and drops
+ * that count when it stops searching (found_work); without the count
+ * nspinning would wrap and no submitter would wake anyone again.
+ *
+ * Leaving keeps the no-lost-wakeup proof (the top).  That proof lets a
+ * worker's push to its own deque go unannounced, because the pusher runs
+ * the task itself if no searcher saw it; a spare that leaves will not.
+ * So spare_leave hands its LIFO slot, deque and yielded FIFO to the
+ * global queue (the submitter's side: an exchange, then wake_if_needed)
+ * once it has left the active set and stopped searching (found_work: the
+ * last searcher looks again and wakes another worker if work is queued).
+ *
+ * The monitor's deep sleep (weft__pool_monitor_may_sleep against
+ * park_worker).  The monitor sleeps only when, under idle_lock, every
+ * active worker is on the idle list (nidle == nactive: both change only
+ * under idle_lock, so that look is exact), and it sets monitor_asleep in
+ * the same critical section.  Every worker that goes from the idle list
+ * back to work passes park_worker's second critical section (whether it
+ * left the list itself or a waker or a recall took it off), which reads
+ * and clears monitor_asleep under idle_lock and, after unlocking,
+ * unparks the monitor; a spare made active (weft__pool_spare_cover)
+ * counts in nactive, under idle_lock, before its thread runs.  A worker
+ * off the list when the monitor looks makes the counts differ, one that
+ * leaves it after sees the flag, and the monitor's parker keeps an
+ * unpark that comes first: the monitor is never asleep, with no unpark on
+ * its way, while an active worker runs.
+ *
+ * verify/pool.pml checks these three (-DSPARE -DMONITOR), with a broken
+ * twin for each step: park_worker without the retire check, a recall
+ * without the wake or without the count, spare_leave without its wake,
+ * the monitor's look without idle_lock, park_worker without the
+ * monitor's wake.
  */
 /* How long a spare's thread waits to cover again before it exits:
  * WEFT_SPARE_IDLE_MS (1..3600000, read once), else 10 s (Tokio's keep-alive

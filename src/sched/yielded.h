@@ -32,8 +32,16 @@
  * it) and gives up, or goes on with an operation that has ended.  While
  * `seized` is 1 no owner operation starts, and one that waited sees the
  * thief's list (acquire on `seized`, pairing with T4).  Thieves exclude
- * each other by T1's CAS.  verify/yielded.pml checks it, with store
- * buffers, against a twin without the membarrier.
+ * each other by T1's CAS.  An owner that waited must look at `seized`
+ * again after its busy = 1, as at O1: a second seize may CAS `seized`
+ * after the wait saw 0 and run its membarrier before that busy = 1, and
+ * then it reads the wait's busy = 0 and takes the list.
+ *
+ * verify/yielded.pml checks it (two thieves, two seizes each, stores
+ * buffered and reordered as AArch64 may: a task taken once, never by the
+ * owner and a thief both), and rejects a twin for each step: no
+ * membarrier, no look at busy, no second look at `seized` after the
+ * wait, a relaxed T4, a relaxed busy = 0 at the owner's exit.
  *
  * Without membarrier(2) (an old kernel) the thief side never seizes: the
  * tasks wait for their worker, as before the monitor existed.
