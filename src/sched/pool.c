@@ -1156,9 +1156,10 @@ static void *worker_main(void *arg)
  * worker's push to its own deque go unannounced, because the pusher runs
  * the task itself if no searcher saw it; a spare that leaves will not.
  * So spare_leave hands its LIFO slot, deque and yielded FIFO to the
- * global queue (the submitter's side: an exchange, then wake_if_needed)
- * once it has left the active set and stopped searching (found_work: the
- * last searcher looks again and wakes another worker if work is queued).
+ * global queue (each inject an exchange: the submitter's barrier), leaves
+ * the active set, stops searching (found_work: the last searcher looks
+ * again and wakes another worker if work is queued), and then announces
+ * what it handed over as a submitter does (wake_if_needed).
  *
  * The monitor's deep sleep (weft__pool_monitor_may_sleep against
  * park_worker).  The monitor sleeps only when, under idle_lock, every
