@@ -23,7 +23,8 @@ bool weft__membarrier_ok(void)
     return ok;
 }
 
-void weft__membarrier(void)
+bool weft__membarrier(void)
 {
-    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) ==
+           0;
 }

@@ -28,7 +28,9 @@
 bool weft__membarrier_ok(void);
 
 /* A full memory barrier on every running thread of the process.  Only
- * after weft__membarrier_ok() returned true. */
-void weft__membarrier(void);
+ * after weft__membarrier_ok() returned true.  False if the kernel could
+ * not do it (-ENOMEM where it allocates its CPU mask): then no barrier
+ * ran, and the caller must not go on as if one had. */
+bool weft__membarrier(void);
 
 #endif /* WEFT_BASE_MEMBARRIER_H */

@@ -104,7 +104,11 @@ uint32_t weft__claim_slow(struct weft_coro *co)
     /* A fast claim by the owner may be in flight: make its claiming store
      * visible to us (or our LOCKED visible to it), then let it finish. */
     if (o != NULL && o != me) {
-        weft__membarrier();
+        /* A membarrier that failed ran no barrier: try again (the kernel's
+         * failure is an allocation's, which passes). */
+        spins = 0;
+        while (!weft__membarrier())
+            weft__backoff(&spins);
         spins = 0;
         while (atomic_load_explicit(&o->claiming, memory_order_acquire) == co)
             weft__backoff(&spins);

@@ -370,6 +370,18 @@ static void cover(struct weft__monitor *m, struct weft__worker *x)
         atomic_fetch_add_explicit(&m->spares_made, 1, memory_order_relaxed);
 }
 
+/* Whether stuck worker x has a cover that serves it: a spare that is not
+ * itself stuck and not recalled (one that was recalled when x came back
+ * stays, retiring, until its own task switches; if x is stuck again
+ * meanwhile, that spare covers nothing). */
+static bool has_cover(struct weft__monitor *m, struct weft__worker *x)
+{
+    struct weft__worker *s =
+        atomic_load_explicit(&x->covered_by, memory_order_relaxed);
+    return s && !atomic_load_explicit(&s->retire, memory_order_relaxed) &&
+           !m->watch[s->index].stuck;
+}
+
 /* One look at every worker; returns when to look next (ns), or 0 if no
  * worker runs a task. */
 static uint64_t look(struct weft__monitor *m)
@@ -453,9 +465,7 @@ static uint64_t look(struct weft__monitor *m)
     v.pending = anything_pending(p);
     for (unsigned i = 0; i < n; i++) {
         struct weft__worker *w = p->workers[i];
-        if (!m->watch[i].stuck ||
-            atomic_load_explicit(&w->covered_by, memory_order_relaxed) ||
-            !holds_up(w, &v))
+        if (!m->watch[i].stuck || has_cover(m, w) || !holds_up(w, &v))
             continue;
         if (v.nidle)
             weft__pool_kick(p);
@@ -471,7 +481,10 @@ static uint64_t look(struct weft__monitor *m)
             continue;
         struct weft__worker *x =
             atomic_load_explicit(&s->covers, memory_order_relaxed);
-        if (!x || !m->watch[x->index].stuck)
+        /* No covered worker: the spare is leaving on its own (it clears
+         * covers in spare_leave), and a recall now would only outlive
+         * the leave. */
+        if (x && !m->watch[x->index].stuck)
             weft__pool_spare_recall(s);
     }
     return running ? next : 0;

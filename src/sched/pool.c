@@ -1343,6 +1343,7 @@ int weft__pool_spare_cover(struct weft__worker *s, struct weft__worker *x)
     if (atomic_load_explicit(&s->thread_state, memory_order_acquire) ==
         WEFT__SPARE_COVERING)
         return -EBUSY; /* still leaving: the monitor picks another */
+    atomic_store_explicit(&s->retire, 0, memory_order_relaxed);
     atomic_store_explicit(&s->covers, x, memory_order_relaxed);
     atomic_store_explicit(&x->covered_by, s, memory_order_relaxed);
     /* The covered worker's heap: its timers fire wherever it is armed
@@ -1435,6 +1436,10 @@ bool weft__pool_monitor_may_sleep(weft_pool *p)
 
 /* ------------------------------------------------------ create, destroy */
 
+/* After the drain: the global queue, LIFO slots and deques can hold stale
+ * entries (tasks run inline by an await).  The yielded FIFOs cannot: a
+ * yielded task is claimed only through its entry, so a drained pool's
+ * FIFOs are empty. */
 static void drop_queued(weft_pool *p)
 {
     struct weft_task *batch[WEFT__RUNQ_SIZE / 2];

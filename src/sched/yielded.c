@@ -35,10 +35,12 @@ bool weft__yielded_seize(struct weft__yielded *y, struct weft_task **first,
                                                  memory_order_seq_cst,
                                                  memory_order_relaxed))
         return false;
-    weft__membarrier(); /* T2 */
     bool got = false;
-    /* T3.  Acquire: pairs with the owner's last release of busy. */
-    if (!atomic_load_explicit(&y->busy, memory_order_acquire)) {
+    /* T2, then T3.  Without the barrier (membarrier failed) the owner
+     * may be inside unseen: give up.  Acquire: pairs with the owner's
+     * last release of busy. */
+    if (weft__membarrier() &&
+        !atomic_load_explicit(&y->busy, memory_order_acquire)) {
         *first = atomic_load_explicit(&y->head, memory_order_relaxed);
         *last = y->tail;
         got = *first != NULL;
