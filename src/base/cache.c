@@ -19,12 +19,17 @@ static void local_exit(void *p)
     l->kind = NULL;
 }
 
-/* Arrange for this thread's list to be spilled at its exit; false if that
- * cannot be done (then the thread keeps nothing). */
-static bool local_register(struct weft__cache *c, struct weft__cache_local *l)
+/* Arrange for this thread's list (of up to max) to be spilled at its
+ * exit; false if that cannot be done (then the thread keeps nothing). */
+static bool local_register(struct weft__cache *c, struct weft__cache_local *l,
+                           unsigned max)
 {
-    if (!c->local_max)
+    if (!max)
         return false;
+    if (l->kind == c) { /* registered already: a new bound */
+        l->max = max;
+        return true;
+    }
     pthread_mutex_lock(&c->lock);
     if (!c->key_made)
         c->key_made = weft__pthread_key_create(&c->key, local_exit) == 0;
@@ -33,8 +38,14 @@ static bool local_register(struct weft__cache *c, struct weft__cache_local *l)
     if (!made || weft__pthread_setspecific(c->key, l) != 0)
         return false;
     l->kind = c;
-    l->max = c->local_max;
+    l->max = max;
     return true;
+}
+
+bool weft__cache_local_keep(struct weft__cache *c, struct weft__cache_local *l,
+                            unsigned max)
+{
+    return local_register(c, l, max);
 }
 
 /* Move up to n objects from l to the depot (the depot lock is not held);
@@ -66,12 +77,13 @@ static void spill(struct weft__cache *c, struct weft__cache_local *l, unsigned n
 
 void weft__cache_put_slow(struct weft__cache *c, struct weft__cache_local *l)
 {
-    if (!l->max && !local_register(c, l)) {
+    if (!l->max && !local_register(c, l, c->local_max)) {
         spill(c, l, l->n); /* keep nothing */
         return;
     }
+    /* A batch; a list bounded below a batch keeps its bound. */
     if (l->n > l->max)
-        spill(c, l, c->batch < l->n ? c->batch : l->n);
+        spill(c, l, l->max < c->batch ? l->n - l->max : c->batch);
 }
 
 struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
@@ -94,9 +106,9 @@ struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
      * million tasks before it frees one would otherwise take the depot's
      * lock once per object. */
     if (!l->max)
-        local_register(c, l);
+        local_register(c, l, c->local_max);
     struct weft__cache_node *got = NULL;
-    unsigned want = l->max ? c->batch : 1;
+    unsigned want = !l->max ? 1 : l->max < c->batch ? l->max : c->batch;
     pthread_mutex_lock(&c->lock);
     struct weft__cache_node **link = &c->depot;
     while (*link && want) {

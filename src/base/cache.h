@@ -50,7 +50,8 @@ struct weft__cache;
 struct weft__cache_local {
     struct weft__cache_node *head;
     unsigned n;
-    unsigned max;                /* local_max once registered, else 0 */
+    unsigned max;                /* its bound once registered (local_max
+                                    or weft__cache_local_keep's), else 0 */
     struct weft__cache *kind;    /* set at registration (thread exit) */
 };
 
@@ -119,6 +120,16 @@ static inline void weft__cache_put(struct weft__cache *c,
  * holding.  Returns whether anything was released.
  */
 bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l);
+
+/*
+ * weft__cache_local_keep - let the calling thread keep up to max objects
+ * of this kind (instead of the kind's local_max): a kind whose threads
+ * differ, such as task records, which a pool's workers free by the
+ * hundred and other threads one at a time.  False if the thread cannot
+ * register (then it keeps nothing).
+ */
+bool weft__cache_local_keep(struct weft__cache *c, struct weft__cache_local *l,
+                            unsigned max);
 
 /* Objects in the depot now (a snapshot). */
 size_t weft__cache_depot_count(struct weft__cache *c);

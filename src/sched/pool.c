@@ -802,6 +802,7 @@ static void give_back_memory(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     w->dirty = false;
+    w->trim_at = 0;
     weft__stacks_spill();
     weft__records_spill();
     /* Half the bound each: a kept stack costs a page, a record its size. */
@@ -866,16 +867,18 @@ static bool park_worker(struct weft__worker *w)
      * (weft__pool_spare_recall), so one of the two sees the other. */
     bool sleep = !any_work(p) &&
                  !atomic_load_explicit(&w->retire, memory_order_acquire);
-    uint64_t trim_at = UINT64_MAX;
     if (sleep) {
         uint64_t next = timers_earliest(p);
-        /* A worker that ran tasks since it last gave memory back does so
-         * once it has been idle a while ("Memory" above). */
+        /* A worker that ran tasks gives memory back once it has been idle
+         * a while ("Memory" above): counted from the first park after
+         * them, so that wakes that find nothing (a periodic check, a
+         * timer of another worker) do not put it off for ever. */
         if (w->dirty) {
-            trim_at = weft__now_ns() + TRIM_AFTER_NS;
-            if (trim_at < next)
-                next = trim_at;
+            w->dirty = false;
+            w->trim_at = weft__now_ns() + TRIM_AFTER_NS;
         }
+        if (w->trim_at && w->trim_at < next)
+            next = w->trim_at;
         sleep_begins(w);
         if (w->in_poll)
             poller->ops->block(poller, next);
@@ -916,7 +919,8 @@ static bool park_worker(struct weft__worker *w)
     /* Off the idle list first, so the wakes do not pick this worker. */
     if (polled)
         poller->ops->finish(poller);
-    if (trim_at != UINT64_MAX && weft__now_ns() >= trim_at && !any_work(p))
+    if (w->trim_at && !w->dirty && weft__now_ns() >= w->trim_at &&
+        !any_work(p))
         give_back_memory(w);
     if (stop) {
         found_work(w);
@@ -1075,6 +1079,7 @@ static void thread_begin(struct weft__worker *w)
 {
     weft__thread_setup(&weft__tls);
     weft__sched_tls.worker = w;
+    weft__records_worker_thread();
     /* Release: the monitor that reads it sees the block set up. */
     atomic_store_explicit(&w->th, &weft__tls, memory_order_release);
     atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid),
@@ -1254,11 +1259,20 @@ static void spare_leave(struct weft__worker *w)
 }
 
 /* After spare_leave: wait to cover again.  False when the pool stops or
- * the keep-alive passed (then the thread exits). */
+ * the keep-alive passed (then the thread exits).  A spare that waited
+ * TRIM_AFTER_NS gives its caches back as an idle worker does ("Memory"):
+ * it is on no idle list, so the workers' trims cannot reach what it
+ * holds, and an idle pool would keep up to a cache of records per spare,
+ * each pinning a whole chunk. */
 static bool spare_wait(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
-    uint64_t until = weft__now_ns() + spare_keep_alive_ns();
+    uint64_t now = weft__now_ns();
+    uint64_t until = now + spare_keep_alive_ns();
+    if (w->dirty) {
+        w->dirty = false;
+        w->trim_at = now + TRIM_AFTER_NS;
+    }
     for (;;) {
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return false;
@@ -1266,12 +1280,21 @@ static bool spare_wait(struct weft__worker *w)
         if (atomic_load_explicit(&w->thread_state, memory_order_acquire) ==
             WEFT__SPARE_COVERING)
             return true;
-        if (!weft__parker_park(&w->parker, until, 0)) {
+        if (w->trim_at && weft__now_ns() >= w->trim_at)
+            give_back_memory(w);
+        uint64_t wake = w->trim_at && w->trim_at < until ? w->trim_at : until;
+        if (!weft__parker_park(&w->parker, wake, 0) &&
+            weft__now_ns() >= until) {
             uint32_t waiting = WEFT__SPARE_WAITING;
             if (atomic_compare_exchange_strong_explicit(
                     &w->thread_state, &waiting, WEFT__SPARE_GONE,
-                    memory_order_acq_rel, memory_order_acquire))
+                    memory_order_acq_rel, memory_order_acquire)) {
+                /* What it still holds goes back before its thread ends:
+                 * the exit's spill (cache.h) trims nothing. */
+                if (w->trim_at)
+                    give_back_memory(w);
                 return false;
+            }
         }
     }
 }

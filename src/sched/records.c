@@ -2,8 +2,8 @@
  * sched/records.c — where task records come from, and how they go back.
  *
  * Records are recycled through an object cache (base/cache.h): a
- * per-thread list of up to 512, a global depot, and chunks of records
- * carved when both are empty.  A fork-join program makes and frees one
+ * per-thread list (512 on a pool's thread, 1 elsewhere: below), a global
+ * depot, and chunks of records carved when both are empty.  A fork-join program makes and frees one
  * record per spawn, often a million at once, and malloc costs several
  * times the rest of a spawn, so records are not malloc'ed one by one.
  *
@@ -33,7 +33,15 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#define CACHE_MAX 512
+/* A pool's threads keep up to WORKER_MAX free records: they free them by
+ * the hundred, and give them back when idle (pool.c, "Memory").  Any other
+ * thread (main spawning and awaiting, the monitor) keeps OUTSIDE_MAX:
+ * nothing trims its list, and a list refilled from the depot after a burst
+ * holds records of as many chunks as it holds records, each chunk kept
+ * from the trim by that one record.  One is enough for a thread that
+ * spawns and frees in turn (its next spawn reuses it). */
+#define WORKER_MAX 512
+#define OUTSIDE_MAX 1
 #define BATCH 128
 #define CHUNK_BYTES ((size_t)64 * 1024)
 
@@ -56,7 +64,7 @@ struct record_chunk {
 _Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
 _Static_assert(RECORDS_END <= NAMES_AT, "names after the records");
 
-static struct weft__cache records = WEFT__CACHE_INIT(CACHE_MAX, BATCH, 0, NULL);
+static struct weft__cache records = WEFT__CACHE_INIT(OUTSIDE_MAX, BATCH, 0, NULL);
 static __thread struct weft__cache_local records_local
     __attribute__((tls_model("initial-exec")));
 
@@ -230,6 +238,11 @@ void weft__record_free(struct weft_task *t)
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);
+}
+
+void weft__records_worker_thread(void)
+{
+    weft__cache_local_keep(&records, &records_local, WORKER_MAX);
 }
 
 void weft__records_spill(void)

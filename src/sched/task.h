@@ -239,6 +239,9 @@ struct weft_task *weft__record_alloc(void);
 void weft__record_free(struct weft_task *t);
 /* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
 char *weft__record_name_buf(struct weft_task *t);
+/* The calling thread, a pool's, keeps a full cache of free records
+ * (other threads keep one: records.c). */
+void weft__records_worker_thread(void);
 /* The calling thread's cached records go to the global depot. */
 void weft__records_spill(void);
 /* Give the chunks whose records are all free back to the system, but for

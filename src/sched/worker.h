@@ -65,8 +65,10 @@ struct weft__worker {
                                      counted as spinning (under idle_lock) */
     bool in_poll;                 /* holds the poller and sleeps in it,
                                      not on parker (under idle_lock)     */
-    bool dirty;                   /* ran tasks since it last gave memory
-                                     back (pool.c, "Memory")            */
+    bool dirty;                   /* ran tasks since it last parked
+                                     (pool.c, "Memory")                 */
+    uint64_t trim_at;             /* when it gives memory back if still
+                                     idle; 0: nothing owed              */
     struct weft__worker *idle_next;
     /* Timed waits armed by tasks running here (pool.c, "Timers"); a
      * spare's stays empty (see home). */
