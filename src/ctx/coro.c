@@ -145,7 +145,7 @@ static void coro_entry(void *val, void *arg)
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
-    weft__san_switch_last(&to->san);
+    weft__san_switch_last(&co->san, &to->san);
     weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
     __builtin_unreachable();
 }
@@ -349,7 +349,6 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
         struct weft__thread *t = &weft__tls;
         run_claimed(t, thread_self(t), co, NULL, NULL, -ECANCELED);
     }
-    weft__san_fiber_gone(&co->san);
     weft__stack stack = co->stack;
     weft__stack_free(&stack);
     return 0;

@@ -11,7 +11,7 @@
  *
  *   weft__san_switch(from, to)    right before a jump from a context that
  *                                 may run again;
- *   weft__san_switch_last(to)     right before a context's last jump (it
+ *   weft__san_switch_last(from, to)  right before a context's last jump (it
  *                                 never runs again: ASan frees its fake
  *                                 stack, the NULL save slot of its API);
  *   weft__san_arrived(self)       first thing after a jump returns in self,
@@ -34,6 +34,51 @@
  * which TSan checks, so a missing acquire or release there is still
  * reported.
  *
+ * A TSan fiber belongs to a stack, not to a context.  To TSan a fiber is a
+ * thread, with a slot in its thread table and a trace: made and destroyed
+ * once per task, fibers made a task's spawn and sync_wait cost 6-9 ms
+ * under gcc 12's runtime (0.18 ms under clang 14's), against 0.05 ms
+ * with one fiber per stack.  So stack.c makes a fiber when it maps a
+ * stack and destroys it when it unmaps the stack (the depot's bound, a
+ * trim, a drain, a thread's spill at exit), and every context made on
+ * that stack runs as its fiber.  Two things a fiber keeps from one
+ * context to the next must then look to TSan as they would in a new one:
+ *
+ *   - Its clock.  A fresh fiber starts with its creator's clock, and its
+ *     first switch-in adds the clock of whoever switches to it.  A reused
+ *     fiber starts with what the last context on the stack knew, and the
+ *     same switch-in adds its starter's clock.  The starter knew all of the
+ *     former already: the last context's final switch released it to the
+ *     context switched to, and the stack got from there to the starter
+ *     only through hand-offs TSan sees (between contexts on one thread,
+ *     every switch synchronises; between threads, the depot's mutex).  So
+ *     the new context starts with the starter's clock, as in a fresh fiber:
+ *     no race hidden, none made up.  The fiber's own epoch has moved past
+ *     its last release, so no other thread has seen the new context's
+ *     accesses yet.  TSan takes a fiber's accesses as ordered among
+ *     themselves; those of two contexts on one stack are (the first ended
+ *     before the stack was handed on).
+ *
+ *   - Its shadow call stack.  An instrumented function pushes a frame at
+ *     entry and pops it at its return, and a context's entry function
+ *     never returns: it ends with a jump, in itself or in a function it
+ *     calls.  Those frames would stay on the fiber, one or two more with
+ *     each context on the stack, until the shadow stack (64K entries)
+ *     overflowed.  So the last switch pops them: a context's first arrival
+ *     notes the frame of its entry function (entry_frame), and
+ *     weft__san_switch_last, inlined into the function that makes the last
+ *     jump, pops one frame if that is the entry function and two if the
+ *     entry function called it (its saved frame pointer is the entry's
+ *     frame: __builtin_frame_address makes both functions keep one).  Any
+ *     other shape is a bug of the caller's, reported on the spot.
+ *     tests/test_tsan_fibers.c checks that a stack's hundredth context
+ *     shows the same shadow stack as its first.
+ *
+ * In a TSan report, then, a fiber ("thread Tn") stands for a stack, and
+ * its "created at" names the call that first mapped it.  And the fibers
+ * of cached stacks count as live threads: a process that forks after it
+ * has used weft is a multi-threaded one to TSan (docs/testing.md).
+ *
  * Everything here compiles to nothing in other builds, and the record keeps
  * the layout it has there, so the hot paths' code is the same with or
  * without this header.
@@ -43,26 +88,15 @@
 
 #include <stddef.h>
 
+#include "ctx/sanitizer_build.h"
 #include "ctx/stack.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define WEFT_TSAN 1
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define WEFT_ASAN 1
-#endif
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WEFT_TSAN 1
-#endif
-#if __has_feature(address_sanitizer)
-#define WEFT_ASAN 1
-#endif
-#endif
 
 /* What the sanitizers need to know about one context. */
 struct weft__san_fiber {
-    void *tsan;               /* its TSan fiber (TSan builds)            */
+    void *tsan;               /* its stack's TSan fiber (TSan builds)    */
+#ifdef WEFT_TSAN
+    void *entry_frame;        /* its entry function's frame, once started */
+#endif
 #ifdef WEFT_ASAN
     void *fake_stack;         /* ASan's fake frames while switched out   */
     const void *bottom;       /* its stack, lowest address and size      */
@@ -71,10 +105,14 @@ struct weft__san_fiber {
 };
 
 #ifdef WEFT_TSAN
+#include <stdio.h>
+#include <stdlib.h>
+
 void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+void __tsan_func_exit(void);
 #endif
 
 #ifdef WEFT_ASAN
@@ -104,7 +142,8 @@ static inline void weft__san_fiber_new(struct weft__san_fiber *f,
     VALGRIND_MAKE_MEM_DEFINED(weft__stack_low(s), weft__stack_usable(s));
 #endif
 #ifdef WEFT_TSAN
-    f->tsan = __tsan_create_fiber(0);
+    f->tsan = s->tsan_fiber;
+    f->entry_frame = NULL;
 #endif
 #ifdef WEFT_ASAN
     /* The stack may come from a context that died on it: the frames it
@@ -123,6 +162,7 @@ static inline void weft__san_fiber_thread(struct weft__san_fiber *f)
 {
 #ifdef WEFT_TSAN
     f->tsan = __tsan_get_current_fiber();
+    f->entry_frame = NULL;
 #endif
 #ifdef WEFT_ASAN
     /* The same bounds ASan computes for the thread (it asks glibc too). */
@@ -140,23 +180,33 @@ static inline void weft__san_fiber_thread(struct weft__san_fiber *f)
     (void)f;
 }
 
-/* A context that will never run again (not the current one). */
-static inline void weft__san_fiber_gone(struct weft__san_fiber *f)
+/* A stack just mapped (stack.c): its fiber, for every context on it. */
+static inline void weft__san_stack_mapped(weft__stack *s)
 {
 #ifdef WEFT_TSAN
-    if (f->tsan)
-        __tsan_destroy_fiber(f->tsan);
-    f->tsan = NULL;
+    s->tsan_fiber = __tsan_create_fiber(0);
 #endif
-    (void)f;
+    (void)s;
+}
+
+/* A stack about to be unmapped: no context runs on it any more. */
+static inline void weft__san_stack_unmapped(const weft__stack *s)
+{
+#ifdef WEFT_TSAN
+    __tsan_destroy_fiber(s->tsan_fiber);
+#endif
+    (void)s;
 }
 
 /*
- * The two switch announcements must be inlined into the function that
- * jumps.  TSan's instrumentation pops a function's frame from the shadow
- * stack of the fiber current at its return: a helper that switched fibers
- * and then returned would pop the destination's shadow stack instead of its
- * own (clang 14 left weft__san_switch out of line: most tests crashed).
+ * The annotations must be inlined into the function that jumps (or, for
+ * weft__san_arrived, that a jump returns to or a fresh context starts in).
+ * TSan's instrumentation pops a function's frame from the shadow stack of
+ * the fiber current at its return: a helper that switched fibers and then
+ * returned would pop the destination's shadow stack instead of its own
+ * (clang 14 left weft__san_switch out of line: most tests crashed).  And
+ * the frames that the last switch pops are found by the frame addresses
+ * of those functions.
  */
 #define WEFT__SAN_INLINE static inline __attribute__((always_inline))
 
@@ -174,21 +224,54 @@ WEFT__SAN_INLINE void weft__san_switch(struct weft__san_fiber *from,
     (void)to;
 }
 
-/* Right before the last jump of the running context, to `to`. */
-WEFT__SAN_INLINE void weft__san_switch_last(const struct weft__san_fiber *to)
+#ifdef WEFT_TSAN
+/* The last switch was made neither in its context's entry function nor in
+ * a function that the entry called: the frames left on the fiber's shadow
+ * stack are not known, and reusing the fiber would pile them up. */
+__attribute__((noinline, cold, noreturn, unused)) static void
+weft__san_unknown_end(void)
+{
+    fputs("weft: ThreadSanitizer annotations: a context's last switch must "
+          "be made in its entry function or in a function that the entry "
+          "calls (src/ctx/sanitizer.h)\n",
+          stderr);
+    abort();
+}
+#endif
+
+/* Right before the last jump of the running context, `from`, to `to`. */
+WEFT__SAN_INLINE void weft__san_switch_last(struct weft__san_fiber *from,
+                                         const struct weft__san_fiber *to)
 {
 #ifdef WEFT_TSAN
+    /* The frames this context never returns from leave the fiber's shadow
+     * stack now, while it is current (see the top). */
+    void *const *frame = __builtin_frame_address(0);
+    if (frame == from->entry_frame) {
+        __tsan_func_exit();
+    } else if (frame[0] == from->entry_frame) {
+        __tsan_func_exit();
+        __tsan_func_exit();
+    } else {
+        weft__san_unknown_end();
+    }
     __tsan_switch_to_fiber(to->tsan, 0);
 #endif
 #ifdef WEFT_ASAN
     __sanitizer_start_switch_fiber(NULL, to->bottom, to->size);
 #endif
+    (void)from;
     (void)to;
 }
 
 /* First thing on arrival in `self`, after a jump or at a fresh start. */
-static inline void weft__san_arrived(struct weft__san_fiber *self)
+WEFT__SAN_INLINE void weft__san_arrived(struct weft__san_fiber *self)
 {
+#ifdef WEFT_TSAN
+    /* The first arrival is the entry function's (weft__san_switch_last). */
+    if (!self->entry_frame)
+        self->entry_frame = __builtin_frame_address(0);
+#endif
 #ifdef WEFT_ASAN
     __sanitizer_finish_switch_fiber(self->fake_stack, NULL, NULL);
 #endif

@@ -6,6 +6,7 @@
 #include <weft/coro.h>
 
 #include "base/alloc.h"
+#include "ctx/sanitizer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,6 +216,7 @@ static void unmap_stack(const weft__stack *s)
 #ifdef WEFT_VALGRIND
     VALGRIND_STACK_DEREGISTER(s->valgrind_id);
 #endif
+    weft__san_stack_unmapped(s);
     munmap(s->map, s->size);
 }
 
@@ -238,6 +240,7 @@ static int map_stack(weft__stack *out, size_t size)
     out->valgrind_id = VALGRIND_STACK_REGISTER(weft__stack_low(out),
                                                (char *)map + size - 1);
 #endif
+    weft__san_stack_mapped(out);
     return 0;
 }
 

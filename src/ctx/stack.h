@@ -23,6 +23,10 @@
  * costs no system call.  A request takes a cached stack of exactly its
  * mapping size.
  *
+ * In ThreadSanitizer builds each mapping also carries its TSan fiber, made
+ * with the mapping and destroyed with it (sanitizer.h: making one costs
+ * milliseconds, so every context on the stack uses the same one).
+ *
  * All functions may be called from any thread.
  */
 #ifndef WEFT_STACK_H
@@ -35,6 +39,7 @@
 #include <weft/coro.h>
 
 #include "base/cache.h"
+#include "ctx/sanitizer_build.h"
 
 typedef struct weft__stack {
     void *map;        /* mapping base (guard at the bottom)  */
@@ -42,6 +47,9 @@ typedef struct weft__stack {
     bool canary;      /* no guard: a canary sits at map      */
 #ifdef WEFT_VALGRIND
     unsigned valgrind_id; /* its registration (stack.c)      */
+#endif
+#ifdef WEFT_TSAN
+    void *tsan_fiber; /* its TSan fiber (sanitizer.h)        */
 #endif
 } weft__stack;
 

@@ -188,7 +188,6 @@ static bool at_home(const struct weft__sched_thread *st,
 static void *finish_action(void *arg, void *val)
 {
     struct weft_task *t = arg;
-    weft__san_fiber_gone(&t->co.san);
     weft__stack_free(&t->co.stack);
     if (t->pool)
         weft__pool_leave(t->pool);
@@ -235,7 +234,7 @@ static _Noreturn void task_finish(struct weft_task *t)
                 weft__trace_wake(a);
                 trace_switch(&t->co, &a->co);
             }
-            weft__san_switch_last(&a->co.san);
+            weft__san_switch_last(&t->co.san, &a->co.san);
             weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
                                  finish_action, t);
             __builtin_unreachable();
@@ -245,7 +244,7 @@ static _Noreturn void task_finish(struct weft_task *t)
     th->current = &th->root;
     if (unlikely(observed))
         trace_switch(&t->co, &th->root);
-    weft__san_switch_last(&th->root.san);
+    weft__san_switch_last(&t->co.san, &th->root.san);
     weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
     __builtin_unreachable();
 }

@@ -367,7 +367,7 @@ static void test_finished_tasks_release_stacks(void **state)
         fprintf(stderr, "%d finished, unawaited tasks: RSS grew by %ld KiB, "
                 "mappings by %ld\n", NFIN, rss1 - rss0, maps1 - maps0);
 #if WT_TSAN
-    /* TSan's own memory (a fiber per task, its shadow) is not the
+    /* TSan's own memory (a fiber per stack, its shadow) is not the
      * runtime's: only the mapping count is meaningful there. */
     (void)rss1;
 #else
