@@ -53,7 +53,13 @@ int weft__task_prepare(struct weft_task *t, const weft_pool *pool)
     size_t size = weft__task_declared_stack(t, pool);
     /* Twice over, for the bodies it may run inline (see the top). */
     size += size <= INLINE_ROOM_MAX ? size : 0;
-    int err = weft__stack_alloc(&t->co.stack, size);
+    /* Starting on no pool (weft_sync_wait's thread) with no size of its
+     * own: room for any pool it may hop onto (weft/task.h), reserved, not
+     * committed; where the system refuses that much, the default. */
+    if (!pool && !t->stack_size &&
+        weft__stack_alloc(&t->co.stack, WEFT_STACK_MAX) == 0)
+        size = 0;
+    int err = size ? weft__stack_alloc(&t->co.stack, size) : 0;
     if (unlikely(err))
         return err;
     if (t->co.stack.canary)
