@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""check_errors.py INCLUDE_DIR TEST_ERRORS DOCS_ERRORS_MD
+"""check_errors.py INCLUDE_DIR TEST_ERRORS DOCS_ERRORS_MD SRC_DIR NOT_RETURNED
 
-The error contract, checked three ways (meson test 'errors_documented'):
+The error contract, checked four ways (meson test 'errors_documented'):
 
 1. Every error code a public function's header documents (documented.py)
    has a row in test_errors' table that makes the call return it, and
@@ -14,6 +14,10 @@ The error contract, checked three ways (meson test 'errors_documented'):
 3. docs/errors.md holds, between its markers, exactly the table that
    `test_errors --table` prints (which is generated from the rows that
    run, so the document cannot drift from what is tested).
+4. The classes of promise of contract.py: the headers' text (codes with
+   their signs, 80 columns), every code a call's code paths can return
+   documented (or excused, with the reason, in NOT_RETURNED), and
+   weft.h's blanket rules true for every call.
 
 Rows that need an allocation to fail run only in the fault-injection
 build; they are in the table, and counted here, in every build."""
@@ -23,11 +27,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import contract  # noqa: E402
 import documented  # noqa: E402
 
 
 def main():
-    include_dir, exe, doc = sys.argv[1:4]
+    include_dir, exe, doc, src_dir, not_returned = sys.argv[1:6]
     own = {}
     docs = documented.documented(include_dir, own)
     # In a cross build, meson test hands over the command that runs a
@@ -78,6 +83,7 @@ def main():
         problems.append('%s: the table differs from `%s --table` '
                         '(regenerate it: scripts/dev errors-table)' %
                         (doc, os.path.basename(exe)))
+    problems += contract.check(include_dir, src_dir, not_returned)
     if problems:
         print('\n'.join(problems), file=sys.stderr)
         return 1
