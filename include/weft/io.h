@@ -106,10 +106,10 @@ WEFT_API int weft_fd_adopt(int fd);
  * weft_close - close fd, owned or borrowed: wake every task waiting on fd
  * in these calls (they return -EBADF), forget what weft knows about fd,
  * and close(2) it (an fd beyond weft's table too).  Returns 0, -EBADF (fd
- * not open: nothing done), or another of close(2)'s errors (-EIO...);
- * after one of those the number is released all the same, as close(2)
- * releases it on Linux.  A call that starts on fd after weft_close began
- * is a use after close, as with close(2).
+ * not open: nothing done), or another of close(2)'s errors (a file whose
+ * last write-back failed); after one of those the number is released all
+ * the same, as close(2) releases it on Linux.  A call that starts on fd
+ * after weft_close began is a use after close, as with close(2).
  */
 WEFT_API int weft_close(int fd);
 
@@ -165,12 +165,12 @@ WEFT_API ssize_t weft_write_for(int fd, const void *buf, size_t len,
                                 uint64_t timeout_ns);
 
 /*
- * weft_write_some - write what fd takes of buf, waiting for room for at
- * least one byte (as write(2) does on a blocking socket; Boost.Asio's
- * write_some).  Returns how many bytes went, 1 to len (0 for len 0), or,
- * with nothing written, weft_write's codes: write(2)'s errors (-EPIPE,
- * -ECONNRESET...), -EINVAL, -EBADF, -ENOMEM, -ECANCELED, -EMFILE, -ENFILE,
- * -ENOSPC.  A loop of it writes a stream and always knows how much went.
+ * weft_write_some - as weft_write, but it writes what fd takes of buf:
+ * it waits for room for at least one byte (as write(2) does on a blocking
+ * socket; Boost.Asio's write_some) and gives the number of bytes that
+ * went, 1 to len (0 for len 0).  It fails, with weft_write's codes, only
+ * with nothing written, so a loop of it writes a stream and always knows
+ * how much went.
  */
 WEFT_API ssize_t weft_write_some(int fd, const void *buf, size_t len);
 

@@ -47,8 +47,9 @@ static uint64_t deadline_of(uint64_t timeout_ns, bool timed, bool *nowait)
 }
 
 /* poll(2) fd once for `events`, waiting up to *ts (NULL: no limit).
- * Returns the ready events, 0 on timeout, -EBADF (fd not open), or
- * -ENOMEM (ppoll's one failure that a valid call can meet). */
+ * Returns the ready events, 0 on timeout, -EBADF (fd not open), -ENOMEM,
+ * or -EINVAL (RLIMIT_NOFILE 0: ppoll refuses even one fd), the failures
+ * ppoll has for a call like this one. */
 static int poll_fd(int fd, unsigned events, const struct timespec *ts)
 {
     struct pollfd pfd = {

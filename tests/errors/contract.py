@@ -71,6 +71,20 @@ def flat(comment):
                              for l in comment.splitlines()).split())
 
 
+def says_system_errors(said, fn):
+    """Whether fn's comment, or that of the call it is documented "as"
+    (along the chain), says which system call's errors it passes on."""
+    seen = set()
+    while fn and fn not in seen:
+        seen.add(fn)
+        text = flat(said.get(fn, ''))
+        if SYSTEM_ERRORS.search(text):
+            return True
+        m = re.search(r'\bas (weft_\w+)\b', text)
+        fn = m.group(1) if m else None
+    return False
+
+
 def excuses(path):
     """{(function, CODE): reason}."""
     out = {}
@@ -100,11 +114,7 @@ def check_reachable(include_dir, src_dir, not_returned):
         base = fn[:-4] if fn.endswith('_for') else fn
         for code in sorted(found[fn] - docs[fn] - {'WAIT'}):
             if code == 'SYS':
-                text = flat(said.get(fn, ''))
-                m = re.search(r'\bas (weft_\w+)\b', text)
-                if SYSTEM_ERRORS.search(text) or (
-                        m and SYSTEM_ERRORS.search(flat(said.get(m.group(1),
-                                                                 '')))):
+                if says_system_errors(said, fn):
                     continue
                 if (fn, code) in excused:
                     used.add((fn, code))
