@@ -21,8 +21,8 @@
  *     with nothing written, does);
  *   - weft_connect, weft_connect_for: -ETIMEDOUT or -ECANCELED leave the
  *     handshake going on in the kernel;
- *   - weft_accept, weft_accept_for: -ENOMEM closes the connection it had
- *     accepted;
+ *   - weft_accept, weft_accept_for: -ENOMEM or -EINVAL for weft's record
+ *     of the connection it accepted closes that connection;
  *   - weft_close: the fd number is released whatever it returns (but
  *     -EBADF, for a number that was not open), as close(2) on Linux;
  *   - weft_blocking, weft_blocking_for: -ECANCELED or -ETIMEDOUT while fn

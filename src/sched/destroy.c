@@ -52,6 +52,10 @@ static void sink_init(void)
     weft__parker_init(&sink);
 }
 
+/* A deadline that has passed: timeout 0, for which the destroy begins,
+ * and ends now only if the pool is drained already (wait_stop looks once). */
+#define NOW ((uint64_t)1)
+
 /* How a destroyer waits: until `deadline` (0: none) or give_up. */
 struct destroyer {
     struct weft__parker parker;
@@ -172,7 +176,10 @@ static int destroy_until(weft_pool *p, uint64_t deadline)
     struct weft__worker *self = weft__worker_current();
     if (self && self->pool == p)
         return -EDEADLK;
-    if (weft__task_current())
+    /* A task parks while a helper waits, but a timeout of 0 never waits
+     * (weft/weft.h): it looks once, here (a drained pool's workers are
+     * exiting: joining them takes no wait on anything of ours). */
+    if (weft__task_current() && deadline != NOW)
         return destroy_in_task(p, deadline);
     struct destroyer d = {.deadline = deadline};
     weft__parker_init(&d.parker);
@@ -188,8 +195,6 @@ WEFT_EXPORT int weft_pool_destroy(weft_pool *pool)
 
 WEFT_EXPORT int weft_pool_destroy_for(weft_pool *pool, uint64_t timeout_ns)
 {
-    /* Timeout 0: the destroy begins, and ends now only if the pool is
-     * drained already (a deadline in the past: wait_stop looks once). */
     return destroy_until(pool,
-                         timeout_ns ? weft__deadline_after(timeout_ns) : 1);
+                         timeout_ns ? weft__deadline_after(timeout_ns) : NOW);
 }
