@@ -2632,8 +2632,10 @@ static int blocking_configure_reserved(void)
 
 #ifdef WEFT_FAULT_INJECTION
 /* Item 8: no memory for a timed await's timer: the lazy task did not
- * start.  Every allocation the call makes fails in turn (a fresh pool's
- * first timer needs memory for its heap). */
+ * start.  Every allocation the call makes fails in turn, the first being
+ * the timer's (a fresh pool's first timer needs memory for its heap; the
+ * stack comes from this worker's cache, which an untimed await of a lazy
+ * task of the same size filled). */
 static atomic_int g_started;
 
 static void *mark_started(void *arg)
@@ -2644,6 +2646,9 @@ static void *mark_started(void *arg)
 
 static int await_for_lazy_timer_nomem(void)
 {
+    weft_task *warm;
+    CHECK_EQ(weft_task_create(&warm, mark_started, P(7), NULL), 0);
+    CHECK_EQ(weft_await(warm, NULL), 0);
     int seen = 0;
     for (unsigned long k = 1; k < 64; k++) {
         weft_task *t;
