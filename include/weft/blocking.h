@@ -70,7 +70,8 @@ typedef struct weft_blocking_opts {
  * every default), process-wide, from now on: a lower max_threads makes
  * the threads beyond it exit as soon as they are idle (a running fn is
  * never stopped), a higher one starts threads for the calls that wait; a
- * new queue bound counts for calls that start waiting from now on.  Any
+ * new queue bound counts for calls that start waiting from now on (and
+ * none of those is refused before a call that waited before it).  Any
  * context.  Returns 0, -EINVAL (max_threads over
  * WEFT_BLOCKING_THREADS_MAX, a reserved field set: nothing changed).
  */

@@ -24,10 +24,11 @@
  * expiry and rejects every request whose expiry has passed (state
  * REJECTED, out of the queue, its caller woken: -EAGAIN, fn never runs).
  * Expiries are made non-decreasing along the queue (a request expires no
- * sooner than the one queued before it), so the head's is the earliest
- * and the watchdog looks only there; a new request at the tail never
- * moves it, so only a request queued into an empty queue wakes the
- * watchdog.
+ * sooner than the one queued before it: after a configure that lowers the
+ * bound, or sets one, the new requests' wait for the old ones'), so the
+ * head's is the earliest and the watchdog looks only there; a new request
+ * at the tail never moves it, so only a request queued into an empty
+ * queue wakes the watchdog.
  *
  * A request's life, every step under the mutex:
  *
@@ -319,13 +320,15 @@ static void *watchdog_main(void *arg)
     pthread_mutex_lock(&g.lock);
     for (;;) {
         uint64_t next = reject_expired();
-        if (g.head) {
+        if (next != UINT64_MAX) {
             wait_until(&g.watch, next);
             continue;
         }
-        /* Nothing waits: exit after an idle time, as a thread does. */
+        /* Nothing to watch (an empty queue, or one whose head, and so
+         * every request, has no bound): exit after an idle time, as a
+         * thread does. */
         if (!wait_until(&g.watch, after(weft__now_ns(), g.idle_ns)) &&
-            !g.head)
+            (!g.head || g.head->expires == UINT64_MAX))
             break;
     }
     g.watchdog = false;
