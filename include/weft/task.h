@@ -15,11 +15,11 @@
  * Stacks.  A task's stack is reserved when it starts (committed as it is
  * touched): its own stack_size if it has one; else, starting on a pool
  * (spawned, or lazy and awaited by one of the pool's tasks), that pool's;
- * else, starting on no pool (weft_sync_wait's thread), room for any pool
- * it may move to: WEFT_STACK_MAX of address space (where the system
+ * else, starting on no pool (weft_sync_wait's thread), room for the pools
+ * it may move to: WEFT_STACK_NO_POOL of address space (where the system
  * refuses that much, vm.overcommit_memory=2, WEFT_STACK_DEFAULT).  A task
- * keeps its stack when it moves (weft_schedule): one that moves from a
- * pool to a pool of larger stacks needs a stack_size of its own.
+ * keeps its stack when it moves (weft_schedule): one that moves to a pool
+ * of larger stacks than it got needs a stack_size of its own.
  *
  * Contexts (weft/weft.h, "Contexts"): "in a task" means code running in a
  * task's body (or a function it calls), on whatever thread currently runs
@@ -37,6 +37,10 @@ extern "C" {
 #endif
 
 typedef struct weft_task weft_task;
+
+/* The stack a task that starts on no pool reserves, when it has no
+ * stack_size of its own (see "Stacks" above): 64 MiB. */
+#define WEFT_STACK_NO_POOL ((size_t)64 << 20)
 
 /* Options of a task, lazy or eager; NULL or zero fields mean defaults
  * (weft/weft.h, "Options"). */
