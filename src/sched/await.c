@@ -269,8 +269,11 @@ static void *lazy_park_action(void *arg, void *val)
 
 /* Undo weft__task_prepare for a lazy task that is not started after all:
  * its stack goes back as an ended task's does (task_run.c, finish_action),
- * and it is as weft_task_create left it. */
-static void unprepare(struct weft_task *t)
+ * and it is as weft_task_create left it.  Not inlined: rare, and gcc 12's
+ * UBSan build of await_until with it inlined tested the address of the
+ * stack cache's thread-local list for NULL with a `je` after an `lea`
+ * (which sets no flags), and so reported a null pointer that was not. */
+static __attribute__((noinline)) void unprepare(struct weft_task *t)
 {
     weft__san_fiber_gone(&t->co.san);
     weft__stack_free(&t->co.stack);
