@@ -15,11 +15,12 @@
  * Stacks.  A task's stack is reserved when it starts (committed as it is
  * touched): its own stack_size if it has one; else, starting on a pool
  * (spawned, or lazy and awaited by one of the pool's tasks), that pool's;
- * else, starting on no pool (weft_sync_wait's thread), room for the pools
- * it may move to: WEFT_STACK_NO_POOL of address space (where the system
- * refuses that much, vm.overcommit_memory=2, WEFT_STACK_DEFAULT).  A task
- * keeps its stack when it moves (weft_schedule): one that moves to a pool
- * of larger stacks than it got needs a stack_size of its own.
+ * else, the lazy task that weft_sync_wait starts on its thread gets room
+ * for the pools it may move to: WEFT_STACK_NO_POOL (where the system
+ * refuses that much, vm.overcommit_memory=2, WEFT_STACK_DEFAULT), and a
+ * lazy task awaited by a task on no pool WEFT_STACK_DEFAULT.  A task keeps
+ * its stack when it moves (weft_schedule): one that moves to a pool of
+ * larger stacks than it got needs a stack_size of its own.
  *
  * Contexts (weft/weft.h, "Contexts"): "in a task" means code running in a
  * task's body (or a function it calls), on whatever thread currently runs
@@ -38,9 +39,10 @@ extern "C" {
 
 typedef struct weft_task weft_task;
 
-/* The stack a task that starts on no pool reserves, when it has no
- * stack_size of its own (see "Stacks" above): 64 MiB. */
-#define WEFT_STACK_NO_POOL ((size_t)64 << 20)
+/* The stack size weft_sync_wait gives the lazy task it starts, when it
+ * has no stack_size of its own (see "Stacks" above): 8 MiB, a thread's
+ * default stack in glibc. */
+#define WEFT_STACK_NO_POOL ((size_t)8 << 20)
 
 /* Options of a task, lazy or eager; NULL or zero fields mean defaults
  * (weft/weft.h, "Options"). */

@@ -53,15 +53,7 @@ int weft__task_prepare(struct weft_task *t, const weft_pool *pool)
     size_t size = weft__task_declared_stack(t, pool);
     /* Twice over, for the bodies it may run inline (see the top). */
     size += size <= INLINE_ROOM_MAX ? size : 0;
-    /* Starting on no pool (weft_sync_wait's thread) with no size of its
-     * own: room for the pools it may hop onto (weft/task.h), reserved, not
-     * committed; where the system refuses that much, the default.  (Not
-     * WEFT_STACK_MAX: AddressSanitizer unpoisons a new context's whole
-     * stack, 1/8 of its size in shadow, at every start.) */
-    if (!pool && !t->stack_size &&
-        weft__stack_alloc(&t->co.stack, WEFT_STACK_NO_POOL) == 0)
-        size = 0;
-    int err = size ? weft__stack_alloc(&t->co.stack, size) : 0;
+    int err = weft__stack_alloc(&t->co.stack, size);
     if (unlikely(err))
         return err;
     if (t->co.stack.canary)
