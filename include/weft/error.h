@@ -3,15 +3,17 @@
  * for the codes.
  *
  * weft's calls return negative errno values.  The codes weft itself
- * decides on, across the API: -EINVAL (a bad argument), -ENOMEM (no
- * memory, or no address space for a stack), -EPERM (not allowed from
- * this context), -EBUSY (running, or in use), -ESRCH (a dead coroutine),
- * -EDEADLK (would wait for itself), -ECANCELED (the task was cancelled),
- * -ESHUTDOWN (the pool is being destroyed), -ETIMEDOUT (the timeout
- * passed), -EPIPE (a closed channel), -EAGAIN (a try that would have had to
- * wait), -EEXIST (already so), -EMFILE/-ENFILE (no file descriptors).
- * The I/O calls also pass on the system's own codes (-ECONNRESET,
- * -EBADF...), as their declarations say.
+ * decides on, across the API, each with one meaning: -EINVAL (a bad
+ * argument), -ENOMEM (no memory, or no address space for a stack), -EPERM
+ * (not allowed from this context), -EBUSY (running, or in use), -ESRCH
+ * (no such thing to act on: a dead coroutine, a trace not being
+ * recorded), -EDEADLK (would wait for itself), -ECANCELED (the task was
+ * cancelled), -ESHUTDOWN (the pool is being destroyed), -ETIMEDOUT (the
+ * timeout passed), -EPIPE (a closed channel), -EAGAIN (not now: a try
+ * that would have had to wait, or a thread that could not be had, as
+ * pthread_create says), -EEXIST (already so), -EMFILE/-ENFILE (no file
+ * descriptors).  The I/O calls also pass on the system's own codes
+ * (-ECONNRESET, -EBADF...), as their declarations say.
  */
 #ifndef WEFT_ERROR_H
 #define WEFT_ERROR_H

@@ -24,8 +24,8 @@
  * or fclose(3) of a FILE on it is a bug in the program: weft would take a
  * new file that gets the same number for the old one.  weft notices it
  * where that costs nothing and prints one line to stderr ("weft: fd N ...
- * was closed without weft_close"): when the kernel answers EBADF or
- * ENOTSOCK for it, when the number comes back from weft_accept or
+ * was closed without weft_close"): when the kernel answers -EBADF or
+ * -ENOTSOCK for it, when the number comes back from weft_accept or
  * weft_socket, and in a check that the netpoller makes every ten seconds
  * or so of every owned fd with parked waits (its registration must still
  * be there); that check also wakes the waits with -EBADF, so none stays
@@ -53,6 +53,18 @@
  *
  * Who may call: any context.  Several tasks may wait on one fd at once (a
  * readiness change wakes them all, and each tries again).
+ *
+ * Codes every call that takes an fd may return (each declaration names
+ * them as "the fd codes"): -EBADF (fd negative or not open), -EINVAL (fd
+ * at or above 4,194,304, beyond weft's table of fds), -ENOMEM (no memory
+ * for weft's record of fd).  A call that waits may also return, in a task
+ * on a pool ("the wait codes"): -ECANCELED; -EMFILE or -ENFILE (the pool's
+ * first wait on an fd makes its netpoller, an epoll instance and an
+ * eventfd, and the process or the system had no fd left for them);
+ * -ENOSPC (the system's bound on fds watched by epoll,
+ * fs.epoll.max_user_watches, is reached); -ENOMEM (no memory for the
+ * netpoller, or in the kernel).  Its _for form also -ETIMEDOUT, and
+ * -ENOMEM when its timer cannot be armed.
  */
 #ifndef WEFT_IO_H
 #define WEFT_IO_H
@@ -75,7 +87,8 @@ enum { WEFT_IN = 1, WEFT_OUT = 4 };
  * weft_socket - socket(2) for weft: the new socket is owned (see the top),
  * non-blocking and close-on-exec.  Returns the fd, or -errno: socket(2)'s
  * errors (-EAFNOSUPPORT, -EMFILE...), -ENOMEM (no memory for weft's
- * record of it: the socket is closed again).
+ * record of it: the socket is closed again), -EINVAL (its number is beyond
+ * weft's table: it is closed again).
  */
 WEFT_API int weft_socket(int domain, int type, int protocol);
 
@@ -83,18 +96,20 @@ WEFT_API int weft_socket(int domain, int type, int protocol);
  * weft_fd_adopt - hand fd over to weft: it becomes owned (see the top) and
  * non-blocking (O_NONBLOCK is set on its open file description, which
  * every dup(2) of it and every process sharing it sees).  Returns 0, or
- * -EBADF (fd not open), -EEXIST (weft owns it already; if the program
- * closed it with close(2) since, that was the bug: weft_close it),
- * -ENOMEM, -EINVAL (fd beyond weft's table: 4,194,303 is the highest).
+ * the fd codes (-EBADF: not open; -EINVAL: beyond the table; -ENOMEM),
+ * -EEXIST (weft owns it already; if the program closed it with close(2)
+ * since, that was the bug: weft_close it).
  */
 WEFT_API int weft_fd_adopt(int fd);
 
 /*
  * weft_close - close fd, owned or borrowed: wake every task waiting on fd
  * in these calls (they return -EBADF), forget what weft knows about fd,
- * and close(2) it.  Returns 0, -EBADF (fd not open), or another of
- * close(2)'s errors (EIO...); the number is released either way.  A call that starts on fd after
- * weft_close began is a use after close, as with close(2).
+ * and close(2) it (an fd beyond weft's table too).  Returns 0, -EBADF (fd
+ * not open: nothing done), or another of close(2)'s errors (a file whose
+ * last write-back failed); after one of those the number is released all
+ * the same, as close(2) releases it on Linux.  A call that starts on fd
+ * after weft_close began is a use after close, as with close(2).
  */
 WEFT_API int weft_close(int fd);
 
@@ -105,7 +120,9 @@ WEFT_API int weft_close(int fd);
  * (WEFT_OUT), as `events` asks.  Returns the ready subset of `events`
  * (never 0); an error or hang-up on the fd counts as both (the next read
  * or write reports it).  Returns -EINVAL (events 0 or with other bits),
- * -EBADF (fd not open, or closed while waiting), -ECANCELED, -ENOMEM.
+ * the fd codes (-EBADF also: closed while waiting) and the wait codes
+ * (see the top): -EBADF, -EINVAL, -ENOMEM, -ECANCELED, -EMFILE, -ENFILE,
+ * -ENOSPC.
  */
 WEFT_API int weft_wait_fd(int fd, unsigned events);
 
@@ -116,9 +133,11 @@ WEFT_API int weft_wait_fd_for(int fd, unsigned events, uint64_t timeout_ns);
 /*
  * weft_read - read up to len bytes, waiting until some are available.
  * Returns the count (0 at end of file), or -errno: read(2)'s errors
- * (-ECONNRESET...; never EAGAIN), -EBADF (also: closed while waiting),
- * -EINVAL (a blocking borrowed fd that is not a socket), -ECANCELED,
- * -ENOMEM.
+ * (-ECONNRESET...; a read that would block waits instead), -EINVAL (also:
+ * a blocking borrowed fd that is not a socket), the fd codes (-EBADF
+ * also: closed while waiting) and the wait codes (see the top): -EBADF,
+ * -ENOMEM, -ECANCELED, -EMFILE, -ENFILE, -ENOSPC.  A failed read took
+ * nothing.
  */
 WEFT_API ssize_t weft_read(int fd, void *buf, size_t len);
 
@@ -130,11 +149,13 @@ WEFT_API ssize_t weft_read_for(int fd, void *buf, size_t len,
 /*
  * weft_write - write all len bytes, waiting for room as needed.  Returns
  * len, or -errno: write(2)'s errors (-EPIPE, and SIGPIPE is raised as
- * write(2) does: servers usually ignore it; -ECONNRESET...), -EBADF (also:
- * closed while waiting), -EINVAL (len over SSIZE_MAX, or a blocking
- * borrowed fd that is not a socket), -ECANCELED, -ENOMEM.  On an error
- * after part of buf went out, how much went is not reported: the stream
- * should be closed.
+ * write(2) does: servers usually ignore it; -ECONNRESET...), -EINVAL (len
+ * over SSIZE_MAX, or a blocking borrowed fd that is not a socket), the fd
+ * codes (-EBADF also: closed while waiting) and the wait codes (see the
+ * top): -EBADF, -ENOMEM, -ECANCELED, -EMFILE, -ENFILE, -ENOSPC.  An error
+ * may come after part of buf went out, and how much went is not reported
+ * (weft/weft.h, "Errors"): the stream should be closed then, or written
+ * with weft_write_some, which says.
  */
 WEFT_API ssize_t weft_write(int fd, const void *buf, size_t len);
 
@@ -144,13 +165,32 @@ WEFT_API ssize_t weft_write_for(int fd, const void *buf, size_t len,
                                 uint64_t timeout_ns);
 
 /*
+ * weft_write_some - as weft_write, but it writes what fd takes of buf:
+ * it waits for room for at least one byte (as write(2) does on a blocking
+ * socket; Boost.Asio's write_some) and gives the number of bytes that
+ * went, 1 to len (0 for len 0).  It fails, with weft_write's codes, only
+ * with nothing written, so a loop of it writes a stream and always knows
+ * how much went.
+ */
+WEFT_API ssize_t weft_write_some(int fd, const void *buf, size_t len);
+
+/* weft_write_some_for - as weft_write_some, waiting at most timeout_ns;
+ * also -ETIMEDOUT (nothing written). */
+WEFT_API ssize_t weft_write_some_for(int fd, const void *buf, size_t len,
+                                     uint64_t timeout_ns);
+
+/*
  * weft_accept - accept a connection on listening socket lfd, waiting for
  * one.  addr and len are as for accept(2) (both may be NULL).  Returns the
  * new connected fd, owned by weft (see the top), non-blocking and
  * close-on-exec, or -errno: accept(2)'s errors (aborted connections are
- * skipped, not reported; -EMFILE when the process is out of fds, ENFILE
- * when the system is), -EBADF (lfd not open), -EINVAL (lfd is borrowed
- * and blocking, or not a listening socket), -ECANCELED, -ENOMEM.
+ * skipped, not reported; -EMFILE when the process is out of fds, -ENFILE
+ * when the system is), -EINVAL (lfd is borrowed and blocking, or not a
+ * listening socket), the fd codes (-EBADF: lfd not open) and the wait
+ * codes (see the top): -EBADF, -ENOMEM, -ECANCELED, -ENOSPC.  -ENOMEM and
+ * -EINVAL may also say that the accepted connection could get no record
+ * in weft's table of fds: it was accepted and is closed again (its peer
+ * sees it end), the one case where a failed accept took a connection.
  */
 WEFT_API int weft_accept(int lfd, struct sockaddr *addr, socklen_t *len);
 
@@ -161,15 +201,21 @@ WEFT_API int weft_accept_for(int lfd, struct sockaddr *addr, socklen_t *len,
 
 /*
  * weft_connect - connect socket fd to addr, waiting for the handshake.
- * Returns 0, or -errno: connect(2)'s errors (-ECONNREFUSED...; the
- * asynchronous outcome is read from SO_ERROR), -EBADF (fd not open),
- * -EINVAL (fd is borrowed and blocking: make it with weft_socket, adopt
- * it, or set O_NONBLOCK), -ECANCELED, -ENOMEM.
+ * Returns 0 (also for a socket connected already, by a handshake an
+ * earlier call left going on, as Go's connect does), or -errno:
+ * connect(2)'s errors (-ECONNREFUSED...; the asynchronous outcome is read
+ * from SO_ERROR), -EINVAL (fd is borrowed and blocking: make it with
+ * weft_socket, adopt it, or set O_NONBLOCK), the fd codes (-EBADF: fd not
+ * open) and the wait codes (see the top): -EBADF, -ENOMEM, -ECANCELED,
+ * -EMFILE, -ENFILE, -ENOSPC.  After -ECANCELED (and weft_connect_for's
+ * timeout) the handshake, once begun, goes on in the kernel: call
+ * weft_connect again with the same address to wait for its outcome (0
+ * once connected), or close the socket to give it up.
  */
 WEFT_API int weft_connect(int fd, const struct sockaddr *addr, socklen_t len);
 
 /* weft_connect_for - as weft_connect, waiting at most timeout_ns; also
- * -ETIMEDOUT (the attempt may still be in progress: close the socket). */
+ * -ETIMEDOUT (the handshake goes on: see weft_connect). */
 WEFT_API int weft_connect_for(int fd, const struct sockaddr *addr,
                               socklen_t len, uint64_t timeout_ns);
 

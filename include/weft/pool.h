@@ -25,9 +25,10 @@
  * and leaves once the stuck task switches again.  Spare threads are made
  * when first needed, at most `spares` at once, and one that has waited
  * 10 s for a stuck worker to cover exits (the environment's
- * WEFT_SPARE_IDLE_MS, 1..3600000, sets that time).  The stuck task itself goes on
- * where it is.  The monitor sleeps while every worker sleeps, and costs a
- * busy pool one wake-up of its thread every 5 ms.  weft_pool_dump shows
+ * WEFT_SPARE_IDLE_MS, 1..3600000, sets that time).  The stuck task
+ * itself goes on where it is.  The monitor sleeps while every worker
+ * sleeps, and costs a busy pool one wake-up of its thread every 5 ms.
+ * weft_pool_dump shows
  * what a stuck worker runs (weft/inspect.h); stall_warn_ms, or the
  * environment's WEFT_STALL_WARN_MS, prints a line when a task runs that
  * long without a switch.
@@ -39,6 +40,7 @@
 #define WEFT_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <weft/error.h>
 
 #ifdef __cplusplus
@@ -98,12 +100,29 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts);
  * onto it from outside fail with -ESHUTDOWN from now on (its own tasks may
  * still spawn: their work may need helpers); it returns once every task on
  * the pool has ended (including tasks those tasks spawn), then joins the
- * workers and frees everything.  From a plain thread or a coroutine that
- * is not running on this pool.
- * Returns 0, -EINVAL (NULL), -EDEADLK (called from one of its own workers),
- * -EBUSY (another destroy of this pool is in progress).
+ * workers and frees everything.  From a plain thread, a coroutine, or a
+ * task that does not run on this pool (the task is parked meanwhile: a
+ * helper thread, started for the call, does the destroy).
+ * Returns 0 (the pool is freed), -EINVAL (NULL), -EDEADLK (called from one
+ * of its own workers), -EBUSY (another destroy of this pool is in
+ * progress), -EAGAIN (in a task: the helper thread could not be started),
+ * -ECANCELED (in a task that was cancelled: before the call, and then
+ * nothing was done; or while it waited, and then the pool is left
+ * draining as after weft_pool_destroy_for's timeout).  After any other
+ * error nothing was done.
  */
 WEFT_API int weft_pool_destroy(weft_pool *pool);
+
+/*
+ * weft_pool_destroy_for - as weft_pool_destroy, waiting for the drain at
+ * most timeout_ns; also -ETIMEDOUT: the destroy has begun (spawns and
+ * schedules from outside are refused) and goes on (the pool's tasks run
+ * to their end), but the pool is not freed: call
+ * weft_pool_destroy or weft_pool_destroy_for again to wait for the rest
+ * (timeout 0: the destroy begins, and ends now if the pool is drained).
+ * Java's ExecutorService.awaitTermination is the model.
+ */
+WEFT_API int weft_pool_destroy_for(weft_pool *pool, uint64_t timeout_ns);
 
 /* weft_pool_threads - the number of worker threads (spares not counted);
  * 0 for NULL. */

@@ -13,7 +13,9 @@
  * semaphore with units, a wait group at zero) succeeds even in a cancelled
  * task, as weft_event_wait does on a set event.  A timed wait whose timer
  * cannot be armed for lack of memory returns -ENOMEM without waiting.
- * A call that fails has no other effect.
+ * A call that fails has no other effect, but for the condition variable's
+ * timeout and cancellation, which come after its mutex was released and
+ * locked again (weft_cond_wait).
  *
  * Waiters are served first come, first served, and what a waker releases
  * goes straight to the waiter it wakes (the mutex, a semaphore unit), so a
@@ -64,7 +66,9 @@ WEFT_API int weft_mutex_lock(weft_mutex *m);
 WEFT_API int weft_mutex_lock_for(weft_mutex *m, uint64_t timeout_ns);
 
 /* weft_mutex_trylock - lock m if it is free.  Returns 0, -EINVAL (NULL),
- * -EBUSY (held, by the caller or another). */
+ * -EAGAIN (held, by the caller or another: the code of every try that
+ * would have had to wait, weft/error.h, as sem_trywait's; here weft
+ * differs from pthread_mutex_trylock). */
 WEFT_API int weft_mutex_trylock(weft_mutex *m);
 
 /* weft_mutex_unlock - unlock m; the longest waiter, if any, gets it.
@@ -83,19 +87,22 @@ WEFT_API void weft_cond_init(weft_cond *c);
 /*
  * weft_cond_wait - with m held by the caller: release m and wait for a
  * signal on c, as one step (a signal sent after m is released is not
- * missed); then lock m again.  Whatever it returns, other than -EINVAL and
- * -EPERM, it returns holding m: after a timeout or a cancellation it still
- * waits for m first (that re-lock is not cancellable).  Like every
- * condition variable, a return does not prove the awaited condition:
- * check it in a loop.
- * Returns 0, -EINVAL (NULL), -EPERM (the caller does not hold m),
- * -ECANCELED (in a cancelled task; if it was cancelled before the call, m
- * was never released).
+ * missed); then lock m again.  Whatever it returns, it returns holding m,
+ * as pthread_cond_wait does: after a timeout or a cancellation it still
+ * waits for m first, for as long as that takes (the re-lock is neither
+ * timed nor cancellable), and meanwhile others may have held m (the one
+ * exception to "a call that fails has no other effect", weft/weft.h).
+ * Like every condition variable, a return does not prove the awaited
+ * condition: check it in a loop.
+ * Returns 0, -EINVAL (NULL: m untouched), -EPERM (the caller does not hold
+ * m), -ECANCELED (in a cancelled task; if it was cancelled before the
+ * call, m was never released).
  */
 WEFT_API int weft_cond_wait(weft_cond *c, weft_mutex *m);
 
 /* weft_cond_wait_for - as weft_cond_wait, waiting for a signal at most
- * timeout_ns; also -ETIMEDOUT, -ENOMEM (no memory for its timer). */
+ * timeout_ns (then the re-lock, untimed); also -ETIMEDOUT, -ENOMEM (no
+ * memory for its timer: m was never released). */
 WEFT_API int weft_cond_wait_for(weft_cond *c, weft_mutex *m,
                                 uint64_t timeout_ns);
 

@@ -6,10 +6,21 @@
  * with the same arguments: weft_task_create makes a lazy task, which runs
  * only once something waits for it; weft_spawn makes an eager one, queued
  * on a pool at once.  The handle either returns is consumed by exactly one
- * of weft_await (or weft_await_for, once it returns 0), weft_sync_wait or
- * weft_task_detach; after that the handle must not be used.  A task's
- * stack is recycled the moment its body returns; only the small record
- * waits for the handle.
+ * call that returns 0 of weft_await, weft_await_for, weft_await_all,
+ * weft_await_all_for, weft_sync_wait and weft_task_detach (weft/weft.h,
+ * "Handles and ownership": a call that fails consumes nothing); after that
+ * the handle must not be used.  A task's stack is recycled the moment its
+ * body returns; only the small record waits for the handle.
+ *
+ * Stacks.  A task's stack is reserved when it starts (committed as it is
+ * touched): its own stack_size if it has one; else, starting on a pool
+ * (spawned, or lazy and awaited by one of the pool's tasks), that pool's;
+ * else, the lazy task that weft_sync_wait starts on its thread gets room
+ * for the pools it may move to: WEFT_STACK_NO_POOL (where the system
+ * refuses that much, vm.overcommit_memory=2, WEFT_STACK_DEFAULT), and a
+ * lazy task awaited by a task on no pool WEFT_STACK_DEFAULT.  A task keeps
+ * its stack when it moves (weft_schedule): one that moves to a pool of
+ * larger stacks than it got needs a stack_size of its own.
  *
  * Contexts (weft/weft.h, "Contexts"): "in a task" means code running in a
  * task's body (or a function it calls), on whatever thread currently runs
@@ -28,10 +39,15 @@ extern "C" {
 
 typedef struct weft_task weft_task;
 
+/* The stack size weft_sync_wait gives the lazy task it starts, when it
+ * has no stack_size of its own (see "Stacks" above): 8 MiB, a thread's
+ * default stack in glibc. */
+#define WEFT_STACK_NO_POOL ((size_t)8 << 20)
+
 /* Options of a task, lazy or eager; NULL or zero fields mean defaults
  * (weft/weft.h, "Options"). */
 typedef struct weft_task_opts {
-    size_t stack_size;  /* bytes; 0: its pool's (or WEFT_STACK_DEFAULT)    */
+    size_t stack_size;  /* bytes; 0: its pool's (see "Stacks" above)      */
     const char *name;   /* copied (first 31 bytes); NULL = "task"          */
     void *reserved_[4]; /* must be zero                                    */
 } weft_task_opts;
@@ -64,44 +80,55 @@ WEFT_API int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
                         void *arg, const weft_task_opts *opts);
 
 /*
- * weft_await - wait in a task for t to end; consumes t.  If t has ended,
- * returns at once; if t is lazy, it starts now on this thread (its result
- * comes back to this task, which resumes where t's last worker is); if t
- * was spawned and no worker has started it yet, its body runs here as a
- * plain call; otherwise the calling task is parked and the worker that
- * finishes t switches straight to it.  *result (may be NULL) gets fn's
- * return value.
+ * weft_await - wait in a task for t to end; consumes t (on 0).  If t has
+ * ended, returns at once; if t is lazy, it starts now on this thread (its
+ * result comes back to this task, which resumes where t's last worker
+ * is); if t was spawned and no worker has started it yet, its body runs
+ * here as a plain call; otherwise the calling task is parked and the
+ * worker that finishes t switches straight to it.  *result (may be NULL)
+ * gets fn's return value.
  * Returns 0, -EINVAL (t NULL, or t is the calling task), -EPERM (not in a
- * task; t is not consumed), -ENOMEM (t is lazy and no stack could be had to
- * start it: t is not consumed and may be awaited again), -ECANCELED (the
- * calling task was cancelled, before or while it waited: t is not
- * consumed; it runs on and may be awaited again).
+ * task), -ENOMEM (t is lazy and no stack could be had to start it: it did
+ * not start), -ECANCELED (the calling task was cancelled, before or while
+ * it waited: t runs on, a lazy t that this call started included).  On an
+ * error t is not consumed: await it again (or detach it).
  */
 WEFT_API int weft_await(weft_task *t, void **result);
 
 /* weft_await_for - as weft_await, waiting at most timeout_ns; also
- * -ETIMEDOUT (t is not consumed: it runs on, and may be awaited again).
- * It never runs a spawned t's body inline (a worker runs it), since
- * nothing could end that at the deadline; a lazy t starts as with
+ * -ETIMEDOUT (t is not consumed: it runs on, and may be awaited again),
+ * and -ENOMEM for no memory for its timer as well (a lazy t did not
+ * start).  It never runs a spawned t's body inline (a worker runs it),
+ * since nothing could end that at the deadline; a lazy t starts as with
  * weft_await (timeout 0: it does not start). */
 WEFT_API int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns);
 
 /*
- * weft_await_all - in a task: weft_await each of ts[0..n-1] in order;
- * results (may be NULL) gets their return values.  Each handle consumed is
- * set to NULL in ts, so after an error the ones left are those not NULL.
- * Returns 0, -EINVAL (ts NULL with n > 0, or a NULL handle: nothing
- * consumed), -EPERM (not in a task), or the first weft_await error
- * (-ECANCELED, -ENOMEM).
+ * weft_await_all - in a task: wait for each of ts[0..n-1] to end, as
+ * weft_await does (each handle given once), then consume them all:
+ * results (may be NULL) gets their return values and every ts[i] is set to
+ * NULL.  All or nothing: on an error no handle is consumed, ts and results
+ * are untouched, and the tasks that ended meanwhile can still be awaited
+ * (at once).  Returns 0, -EPERM (not in a task, n == 0 too), -EINVAL (ts
+ * NULL with n > 0, a NULL handle, or the calling task's own), -ENOMEM (a
+ * lazy one could get no stack), -ECANCELED.
  */
 WEFT_API int weft_await_all(weft_task **ts, size_t n, void **results);
 
+/* weft_await_all_for - as weft_await_all, waiting at most timeout_ns for
+ * all of them together; also -ETIMEDOUT (nothing consumed), and -ENOMEM
+ * for no memory for its timer as well. */
+WEFT_API int weft_await_all_for(weft_task **ts, size_t n, void **results,
+                                uint64_t timeout_ns);
+
 /*
- * weft_task_cancel - cancel t: its current blocking point, and every later
- * one (weft_sleep, weft_await, the event, sync, channel and I/O waits,
- * weft_blocking), returns -ECANCELED at once.  What t does then is up to
- * its body; the handle is still to be awaited (or detached).  Cancelling
- * a task that has ended does nothing.  Any context; the flag stays set.
+ * weft_task_cancel - cancel t (weft/weft.h, "Cancellation"): the wait it
+ * is in, and every later call of its that would wait (weft_sleep,
+ * weft_await, the event, sync, channel and I/O waits, weft_blocking,
+ * weft_pool_destroy), returns -ECANCELED at once; a call that can complete
+ * without waiting still does.  What t does then is up to its body; the
+ * handle is still to be awaited (or detached).  Cancelling a task that has
+ * ended does nothing.  Any context; the flag stays set.
  * A task whose body runs inline on its awaiter's stack (weft_await's fast
  * path) is cancelled like any other: its own waits end; cancelling the
  * awaiter is seen by the awaiter's next wait after the body returns.
@@ -110,10 +137,10 @@ WEFT_API int weft_await_all(weft_task **ts, size_t n, void **results);
 WEFT_API int weft_task_cancel(weft_task *t);
 
 /*
- * weft_sync_wait - block a plain thread until t ends; consumes t.  A lazy t
- * starts on the calling thread and runs there until it first suspends
- * (typically weft_schedule onto a pool); if it suspends while belonging to
- * no pool, it is resumed on this same thread when woken.
+ * weft_sync_wait - block a plain thread until t ends; consumes t (on 0).
+ * A lazy t starts on the calling thread and runs there until it first
+ * suspends (typically weft_schedule onto a pool); if it suspends while
+ * belonging to no pool, it is resumed on this same thread when woken.
  * Returns 0, -EINVAL (t NULL), -EDEADLK (called on a pool worker or inside a
  * coroutine: t is not consumed), -ENOMEM (t is lazy and no stack could be
  * had to start it: t is not consumed).

@@ -1,25 +1,79 @@
 /*
  * weft/weft.h — the umbrella header: includes every public weft header,
- * and states once the conventions that all of them follow.
+ * and states once the rules that every call follows.  Each rule below
+ * holds for every call; where a call is an exception, it is named here,
+ * and its declaration says exactly what it does.
  *
  * Errors.  A call that can fail returns a negative errno value on failure:
- * an int that is 0 on success, or (the byte-moving I/O calls weft_read and
- * weft_write) an ssize_t that is the byte count.  A call that fails has no
- * other effect: every object it was given is as it was, and a handle it
- * would have consumed is not consumed.  Each declaration lists every code
- * it returns; weft_strerror names any of them (weft/error.h).  Calls that
- * cannot fail return void or a value, and say what they do with NULL.
+ * an int that is 0 on success (or a count or fd, as its declaration
+ * says), or (the byte-moving I/O calls) an ssize_t that is the byte count.
+ * Each declaration lists every code it returns, including those of the
+ * calls it makes; weft_strerror names any of them (weft/error.h).  Calls
+ * that cannot fail return void or a value, and say what they do with NULL.
+ *
+ * A call that fails has no other effect: every object it was given is as
+ * it was, an out-parameter is not written, and a handle it would have
+ * consumed is not consumed.  The exceptions are failures that come after
+ * the call started something it cannot take back; each declaration says
+ * what is left:
+ *   - weft_write, weft_write_for: an error after part of the buffer went
+ *     out does not say how much went (weft_write_some, which fails only
+ *     with nothing written, does);
+ *   - weft_connect, weft_connect_for: -ETIMEDOUT or -ECANCELED leave the
+ *     handshake going on in the kernel;
+ *   - weft_accept, weft_accept_for: -ENOMEM or -EINVAL for weft's record
+ *     of the connection it accepted closes that connection;
+ *   - weft_close: the fd number is released whatever it returns (but
+ *     -EBADF, for a number that was not open), as close(2) on Linux;
+ *   - weft_blocking, weft_blocking_for: -ECANCELED or -ETIMEDOUT while fn
+ *     runs leave it running on its thread (its result is dropped);
+ *   - weft_await, weft_await_for, weft_await_all, weft_await_all_for: a
+ *     lazy task they started runs on after their failure (its handle is
+ *     not consumed: await it again);
+ *   - weft_cond_wait, weft_cond_wait_for: -ETIMEDOUT and -ECANCELED come
+ *     after the mutex was released and locked again;
+ *   - weft_pool_destroy, weft_pool_destroy_for: -ETIMEDOUT or -ECANCELED
+ *     leave the pool being destroyed (shut to new work, draining);
+ *   - weft_pool_dump, weft_dump_all, weft_trace_stop: -EIO comes after
+ *     part was written (the trace is stopped and its events lost).
  *
  * Timeouts.  Every call that can wait has a plain form, which waits as
  * long as it takes, and a _for form with a last argument
  * `uint64_t timeout_ns`, which gives up with -ETIMEDOUT once timeout_ns
  * nanoseconds (of CLOCK_MONOTONIC) have passed since the call began, for
- * the whole call however many waits it makes.  A timeout of 0 never waits:
- * the call does what it can at once and returns -ETIMEDOUT where it would
- * have had to wait.  UINT64_MAX is no limit.  Every wait in a task can also
- * end with -ECANCELED (weft_task_cancel); a call that can proceed without
- * waiting does so even in a cancelled task.  (weft_sync_wait has no _for
- * form: the thread that calls it may be the one running the task.)
+ * the whole call however many waits it makes, in every context (a plain
+ * thread too).  A timeout of 0 never waits: the call does what it can at
+ * once and returns -ETIMEDOUT where it would have had to wait.  UINT64_MAX
+ * is no limit.  The exceptions: weft_sleep, which is a timed wait itself;
+ * weft_sync_wait, which has no _for form (the thread that calls it may be
+ * the one running the task, which cannot be left at a deadline); and the
+ * condition variable, whose waits lock the mutex again after their
+ * timeout, for as long as that takes (as pthread_cond_timedwait does).
+ *
+ * Cancellation.  weft_task_cancel(t) sets a flag in t that stays set.
+ * From then on every call of t's that would wait (park) returns
+ * -ECANCELED instead, at once, and a wait already in progress ends with
+ * -ECANCELED; a call that can complete without waiting does so even in a
+ * cancelled task (a free mutex, a set event, a ready fd, an ended task,
+ * weft_sleep(0)), as a ready case wins over a cancelled context in Go's
+ * select.  Only tasks are cancelled: on a plain thread nothing returns
+ * -ECANCELED.  The exceptions: the condition variable's re-lock, which
+ * waits for the mutex even in a cancelled task (weft_cond_wait returns
+ * -ECANCELED holding it); and the I/O calls in a task that weft_sync_wait
+ * runs on no pool, which block its thread in poll(2) and see a
+ * cancellation only when they start (weft/io.h).  (A standalone
+ * coroutine's -ECANCELED is its destruction, weft/coro.h.)
+ *
+ * Handles and ownership.  A weft_task handle (weft_task_create,
+ * weft_spawn) is consumed by exactly one call that returns 0 of:
+ * weft_await, weft_await_for, weft_await_all, weft_await_all_for,
+ * weft_sync_wait, weft_task_detach; a call that fails consumes nothing.
+ * After that the handle must not be used.  weft_task_current returns a
+ * borrowed pointer, which names a task but is not a handle.  An object
+ * made by weft_X_create (pool, channel, coroutine) is the caller's until
+ * weft_X_destroy returns 0.  An fd is owned by weft or borrowed
+ * (weft/io.h).  Values sent through a channel, arguments and results are
+ * the program's: weft never frees or dereferences them.
  *
  * Contexts.  "A task" is code running in a task's body (weft/task.h), on
  * whatever worker runs it now; "a plain thread" is any other thread, and

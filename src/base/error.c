@@ -20,13 +20,13 @@ WEFT_API const char *weft_strerror(int err)
     case ENOMEM: return "out of memory";
     case EPERM: return "not allowed from this context";
     case EBUSY: return "busy: running, or in use";
-    case ESRCH: return "coroutine is dead";
+    case ESRCH: return "no such thing: dead coroutine, or no trace";
     case EDEADLK: return "would deadlock";
     case ECANCELED: return "cancelled";
     case ESHUTDOWN: return "pool is shutting down";
     case ETIMEDOUT: return "timed out";
     case EPIPE: return "closed (channel or pipe)";
-    case EAGAIN: return "would block";
+    case EAGAIN: return "not now: would wait, or no thread to be had";
     case EEXIST: return "already exists";
     case EMFILE: return "too many open files in the process";
     case ENFILE: return "too many open files in the system";

@@ -1,36 +1,53 @@
 /*
  * io/blocking.c — weft_blocking: fn runs on a blocking thread while the
- * calling task is parked.
+ * caller waits (a task parked, a plain thread blocked), and the policy of
+ * weft/blocking.h: a thread for every call up to the bound, then a FIFO
+ * that no call waits in for longer than the queue bound.
  *
- * The threads.  One process-wide set, under one mutex (a real one: these
- * threads sleep, and the critical sections are short but not tiny): a
- * FIFO of requests, the number of threads alive and the number waiting
- * for work.  A submitter that finds more queued requests than waiting
- * threads starts a thread, unless the bound is reached; then the request
- * waits for a busy thread to come back to the queue.  Counting waiting
- * threads against queued requests (rather than "is anyone idle") is what
- * starts a second thread for a second request that arrives before the
- * first idle thread has woken up.  A thread exits only when its idle wait
- * timed out with the queue empty, under the mutex, so a queued request
- * always has a live thread that will see it.  Threads are detached: the
- * process never waits for them (see the header).
+ * One process-wide set, under one mutex (a real one: these threads sleep,
+ * and the critical sections are short but not tiny): the FIFO of requests
+ * waiting for a thread, the number of threads alive and of threads
+ * waiting for work, and every request's state.  A submitter that finds
+ * more queued requests than waiting threads starts a thread, unless the
+ * bound is reached; then the request waits for a busy thread to come back
+ * to the queue.  Counting waiting threads against queued requests (rather
+ * than "is anyone idle") is what starts a second thread for a second
+ * request that arrives before the first idle thread has woken up.  A
+ * thread exits only when its idle wait timed out with the queue empty (or
+ * the bound was lowered below the threads alive), under the mutex, so a
+ * queued request always has a live thread that will see it, unless the
+ * bound is reached.
  *
- * The request record.  It cannot live on the task's stack: a cancelled
- * task returns at once while fn still runs, and fn's end must then touch
- * the record.  So it is allocated, and freed by whichever of the two
- * parties is last, decided under the record's own lock:
- *   - the thread, when fn returns: result in, done set; if the task gave
- *     up (abandoned), the thread frees it; otherwise it wakes the task's
- *     wait (if one is linked) and leaves the record to the task.
- *   - the task, after its wait: it always retakes the lock (so the
- *     thread's unlock is its last touch of the record and of the task's
- *     stack-allocated wait record).  Woken: fn is done; it takes the
- *     result and frees.  Cancelled: if fn is done meanwhile (the thread's
- *     wake lost the race to the cancel), it frees; otherwise it marks the
- *     record abandoned and leaves it to the thread.
- * The wait record (sched/wait.h) is linked from the request only while the
- * task waits, and both sides touch it only under the request's lock,
- * which is the rule that lets it live on the task's stack.
+ * The queue bound.  A request that waits at the bound is watched by the
+ * watchdog, one more thread, alive only while requests wait (it exits
+ * after an idle time as the others do): it sleeps until the head's
+ * expiry and rejects every request whose expiry has passed (state
+ * REJECTED, out of the queue, its caller woken: -EAGAIN, fn never runs).
+ * Expiries are made non-decreasing along the queue (a request expires no
+ * sooner than the one queued before it: after a configure that lowers the
+ * bound, or sets one, the new requests' wait for the old ones'), so the
+ * head's is the earliest and the watchdog looks only there; a new request
+ * at the tail never moves it, so only a request queued into an empty
+ * queue wakes the watchdog.
+ *
+ * A request's life, every step under the mutex:
+ *
+ *     QUEUED --a thread takes it--> RUNNING --fn returned--> DONE
+ *        |  \--the watchdog: the queue bound passed--> REJECTED
+ *        \--the caller's wait ended first (timeout, cancel): withdrawn
+ *
+ * The record cannot live on the caller's stack: a caller whose wait ends
+ * while fn runs returns at once, and fn's end must then touch the record.
+ * So it is allocated, and freed by the caller, except when the caller
+ * leaves it RUNNING (abandoned): then by the thread, when fn returns.
+ *
+ * The caller's wait record (sched/wait.h) is linked from the request
+ * (waiter) from the submit until the caller retakes the mutex after its
+ * wait; the thread (at DONE) and the watchdog (at REJECTED) wake it only
+ * under the mutex, which is the rule that lets it live on the caller's
+ * stack.  A timed caller's timer is armed before the request is queued
+ * (weft__wait_arm_first), so a timer that cannot be armed fails the call
+ * before fn could start.
  */
 #include <weft/blocking.h>
 
@@ -48,44 +65,42 @@
 #include <stdlib.h>
 #include <time.h>
 
-enum {
-    DEFAULT_THREADS = 64,
-    MAX_THREADS = 4096,
-    DEFAULT_IDLE_MS = 5000,
-};
-
 static void observe(uint64_t *busy, uint64_t *idle);
 
 /* The object is the function running on a blocking thread. */
 static const struct weft__wait_kind blocking_kind = {
     WEFT__WR_BLOCKING, "blocking", WEFT__WK_CODE, NULL};
 
+enum { QUEUED, RUNNING, DONE, REJECTED };
+
 struct request {
     weft_fn fn;
     void *arg;
-    struct request *next;     /* in the queue (under the threads' mutex) */
-    weft__spinlock lock;      /* the rest                                */
-    struct weft__wait *waiter; /* the task's wait, while it waits         */
+    struct request *next, *prev; /* in the queue, while QUEUED            */
+    uint64_t expires;            /* queued: rejected from then on
+                                    (UINT64_MAX: never)                   */
+    struct weft__wait *waiter;   /* the caller's wait, while it waits     */
     void *result;
-    bool done;                /* fn has returned                         */
-    bool abandoned;           /* the task has gone: the thread frees     */
+    uint8_t state;
+    bool abandoned;              /* the caller has gone: the thread frees */
 };
 
 static struct {
     pthread_once_t once;
     pthread_mutex_t lock;
-    pthread_cond_t work;      /* a request was queued                    */
-    struct request *head, **tail;
-    unsigned queued;          /* requests in the queue                   */
-    unsigned threads;         /* threads alive                           */
-    unsigned waiting;         /* threads waiting on `work`               */
-    unsigned max;             /* WEFT_BLOCKING_THREADS                   */
-    uint64_t idle_ns;         /* WEFT_BLOCKING_IDLE_MS; 0: stay forever  */
+    pthread_cond_t work;      /* a request was queued, or the set-up changed */
+    pthread_cond_t watch;     /* the watchdog's: the queue was empty        */
+    struct request *head, *tail;
+    unsigned queued;          /* requests in the queue                     */
+    unsigned threads;         /* threads alive                             */
+    unsigned waiting;         /* threads waiting on `work`                 */
+    bool watchdog;            /* the watchdog is alive                     */
+    unsigned max;             /* weft_blocking_opts, as set now            */
+    uint64_t idle_ns;         /* UINT64_MAX: stay forever                  */
+    uint64_t queue_ns;        /* UINT64_MAX: no bound                      */
 } g = {
     .once = PTHREAD_ONCE_INIT,
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .head = NULL,
-    .tail = &g.head,
 };
 
 /* An environment variable as a number in [lo, hi], or dflt. */
@@ -103,58 +118,131 @@ static unsigned long env_number(const char *name, unsigned long lo,
     return v;
 }
 
-static void setup(void)
+/* A number of ms from the environment as ns: 0 is `zero`, the default
+ * `dflt` (ns). */
+static uint64_t env_ms(const char *name, uint64_t zero, uint64_t dflt)
 {
-    g.max = (unsigned)env_number("WEFT_BLOCKING_THREADS", 1, MAX_THREADS,
-                                 DEFAULT_THREADS);
-    g.idle_ns = (uint64_t)env_number("WEFT_BLOCKING_IDLE_MS", 0,
-                                     (unsigned long)INT_MAX, DEFAULT_IDLE_MS) *
-                1000000u;
-    /* The idle timeout is measured on the monotonic clock, so that a jump
-     * of the wall clock cannot end every idle wait at once.  (glibc fails
-     * none of these for these arguments.) */
+    unsigned long ms = env_number(name, 0, (unsigned long)INT_MAX, ULONG_MAX);
+    if (ms == ULONG_MAX)
+        return dflt;
+    return ms ? (uint64_t)ms * 1000000u : zero;
+}
+
+static void cond_init_monotonic(pthread_cond_t *c)
+{
+    /* Timed waits on the monotonic clock, so that a jump of the wall
+     * clock cannot end every idle wait at once.  (glibc fails none of
+     * these for these arguments.) */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g.work, &ca);
+    pthread_cond_init(c, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+static void setup(void)
+{
+    g.max = (unsigned)env_number("WEFT_BLOCKING_THREADS", 1,
+                                 WEFT_BLOCKING_THREADS_MAX,
+                                 WEFT_BLOCKING_THREADS_DEFAULT);
+    g.idle_ns = env_ms("WEFT_BLOCKING_IDLE_MS", UINT64_MAX,
+                       WEFT_BLOCKING_IDLE_DEFAULT_NS);
+    g.queue_ns = env_ms("WEFT_BLOCKING_QUEUE_MS", UINT64_MAX,
+                        WEFT_BLOCKING_QUEUE_DEFAULT_NS);
+    cond_init_monotonic(&g.work);
+    cond_init_monotonic(&g.watch);
     /* Before any thread exists: until now the answer was 0 and 0. */
     atomic_store_explicit(&weft__observe_blocking, observe,
                           memory_order_release);
 }
 
-/* Run one request; then it is the task's to free, or (abandoned) ours. */
-static void run(struct request *r)
+/* ------------------------------------------------------------ the queue */
+
+/* `ns` after `from`, saturating at UINT64_MAX (no limit). */
+static uint64_t after(uint64_t from, uint64_t ns)
 {
-    void *result = r->fn(r->arg);
-    weft__spin_lock(&r->lock);
-    r->result = result;
-    r->done = true;
-    bool orphan = r->abandoned;
-    /* A lost wake (the task was cancelled first) leaves the record to the
-     * task, which retakes this lock after its wait and sees done. */
-    if (!orphan && r->waiter)
-        weft__wait_wake(r->waiter);
-    weft__spin_unlock(&r->lock);
-    if (orphan)
-        free(r);
+    return ns >= UINT64_MAX - from ? UINT64_MAX : from + ns;
 }
 
-/* Under g.lock: wait for work, at most idle_ns; false if the time ran out
- * (or the wait failed) with the queue still empty. */
-static bool wait_for_work(void)
+/* Under g.lock: queue r at the tail, expiring queue_ns from now, and no
+ * sooner than the request before it (see the top). */
+static void enqueue(struct request *r)
 {
-    if (!g.idle_ns) {
-        pthread_cond_wait(&g.work, &g.lock);
+    uint64_t expires = after(weft__now_ns(), g.queue_ns);
+    if (g.tail && g.tail->expires > expires)
+        expires = g.tail->expires;
+    r->expires = expires;
+    r->state = QUEUED;
+    r->next = NULL;
+    r->prev = g.tail;
+    if (g.tail)
+        g.tail->next = r;
+    else
+        g.head = r;
+    g.tail = r;
+    g.queued++;
+}
+
+/* Under g.lock: take r (QUEUED) out of the queue. */
+static void dequeue(struct request *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        g.head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        g.tail = r->prev;
+    r->next = r->prev = NULL;
+    g.queued--;
+}
+
+/* Under g.lock: wait on c until the absolute monotonic time `until`
+ * (UINT64_MAX: no limit); false when that time has come. */
+static bool wait_until(pthread_cond_t *c, uint64_t until)
+{
+    if (until == UINT64_MAX) {
+        pthread_cond_wait(c, &g.lock);
         return true;
     }
-    /* Absolute, on the monotonic clock (setup). */
-    struct timespec ts = weft__timespec_of(weft__now_ns() + g.idle_ns);
-    int rc;
-    do
-        rc = pthread_cond_timedwait(&g.work, &g.lock, &ts);
-    while (rc == 0 && !g.head);
-    return rc == 0 || g.head;
+    struct timespec ts = weft__timespec_of(until);
+    return pthread_cond_timedwait(c, &g.lock, &ts) != ETIMEDOUT;
+}
+
+/* ------------------------------------------------------------ the threads */
+
+/* Under g.lock: whether a thread beyond the bound should exit. */
+static bool over_bound(void)
+{
+    return g.threads > g.max;
+}
+
+/* Under g.lock, with nothing to run: wait for work for the idle time
+ * (read afresh: a configure may change it); false if it ran out with the
+ * queue still empty. */
+static bool wait_for_work(void)
+{
+    uint64_t since = weft__now_ns();
+    while (!g.head && !over_bound()) {
+        if (!wait_until(&g.work, after(since, g.idle_ns)) && !g.head)
+            return false;
+    }
+    return true;
+}
+
+/* Under g.lock: r's fn returned with `result`. */
+static void finish(struct request *r, void *result)
+{
+    r->result = result;
+    r->state = DONE;
+    if (r->abandoned)
+        free(r);
+    else if (r->waiter)
+        /* Fails if the caller's timer or cancel came first: the caller
+         * then finds DONE when it retakes the lock, and takes the result
+         * all the same. */
+        weft__wait_wake(r->waiter);
 }
 
 static void *thread_main(void *arg)
@@ -163,15 +251,16 @@ static void *thread_main(void *arg)
     pthread_setname_np(pthread_self(), "weft-blocking");
     pthread_mutex_lock(&g.lock);
     for (;;) {
+        if (over_bound())
+            break; /* the bound was lowered: one thread too many */
         struct request *r = g.head;
         if (r) {
-            g.head = r->next;
-            if (!g.head)
-                g.tail = &g.head;
-            g.queued--;
+            dequeue(r);
+            r->state = RUNNING;
             pthread_mutex_unlock(&g.lock);
-            run(r);
+            void *result = r->fn(r->arg);
             pthread_mutex_lock(&g.lock);
+            finish(r, result);
             continue;
         }
         g.waiting++;
@@ -185,44 +274,104 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-/* Under g.lock: start one more thread.  Returns 0 or -ENOMEM. */
-static int start_thread(void)
+/* Under g.lock: start a detached thread running main.  Returns 0, or
+ * -EAGAIN (pthread_create's word for a thread that cannot be had). */
+static int start(void *(*main)(void *))
 {
     pthread_attr_t attr;
     if (pthread_attr_init(&attr))
-        return -ENOMEM;
+        return -EAGAIN;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t th;
-    int rc = weft__pthread_create(&th, &attr, thread_main, NULL);
+    int rc = weft__pthread_create(&th, &attr, main, NULL);
     pthread_attr_destroy(&attr);
-    if (rc)
-        return -ENOMEM;
-    g.threads++;
+    return rc ? -EAGAIN : 0;
+}
+
+/* Under g.lock: one more blocking thread.  0 or -EAGAIN. */
+static int start_thread(void)
+{
+    int rc = start(thread_main);
+    if (!rc)
+        g.threads++;
+    return rc;
+}
+
+/* ------------------------------------------------------------ the watchdog */
+
+/* Under g.lock: reject every queued request whose expiry has passed; the
+ * next expiry, or UINT64_MAX. */
+static uint64_t reject_expired(void)
+{
+    uint64_t now = weft__now_ns();
+    struct request *r;
+    while ((r = g.head) != NULL && r->expires <= now) {
+        dequeue(r);
+        r->state = REJECTED;
+        weft__wait_wake(r->waiter); /* linked while QUEUED: offload() */
+    }
+    return r ? r->expires : UINT64_MAX;
+}
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "weft-block-wait");
+    pthread_mutex_lock(&g.lock);
+    for (;;) {
+        uint64_t next = reject_expired();
+        if (next != UINT64_MAX) {
+            wait_until(&g.watch, next);
+            continue;
+        }
+        /* Nothing to watch (an empty queue, or one whose head, and so
+         * every request, has no bound): exit after an idle time, as a
+         * thread does. */
+        if (!wait_until(&g.watch, after(weft__now_ns(), g.idle_ns)) &&
+            (!g.head || g.head->expires == UINT64_MAX))
+            break;
+    }
+    g.watchdog = false;
+    pthread_mutex_unlock(&g.lock);
+    return NULL;
+}
+
+/* Under g.lock: r is queued with no thread free for it: see that the
+ * watchdog watches it.  0, or -EAGAIN (no watchdog could be started). */
+static int watch(struct request *r)
+{
+    if (r->expires == UINT64_MAX)
+        return 0; /* no bound */
+    if (!g.watchdog) {
+        int rc = start(watchdog_main);
+        if (rc)
+            return rc;
+        g.watchdog = true;
+    } else if (g.head == r) {
+        pthread_cond_signal(&g.watch); /* the queue was empty */
+    }
     return 0;
 }
 
-/* Queue r and see that a thread will take it.  Returns 0, or -ENOMEM (no
- * thread exists and none could be started: r is not queued). */
+/* Under g.lock: queue r and see that a thread will take it, or that it
+ * waits at most the queue bound for one.  Returns 0, or -EAGAIN (no
+ * thread exists and none could be started, or no watchdog: r is not
+ * queued). */
 static int submit(struct request *r)
 {
-    pthread_once(&g.once, setup);
-    pthread_mutex_lock(&g.lock);
-    r->next = NULL;
-    *g.tail = r;
-    g.tail = &r->next;
-    g.queued++;
-    int rc = 0;
-    if (g.queued <= g.waiting)
+    enqueue(r);
+    if (g.queued <= g.waiting) {
         pthread_cond_signal(&g.work);
-    else if (g.threads < g.max && start_thread() < 0 && g.threads == 0) {
-        /* Nobody will ever take it.  With threads alive it just waits
-         * for one of them. */
-        g.head = NULL;
-        g.tail = &g.head;
-        g.queued = 0;
-        rc = -ENOMEM;
+        return 0;
     }
-    pthread_mutex_unlock(&g.lock);
+    if (g.threads < g.max && start_thread() == 0)
+        return 0;
+    /* Every thread is busy (or none could be started): r waits for a
+     * busy one to come back, watched; with no thread at all, nothing
+     * would ever take it. */
+    int rc = g.threads ? watch(r) : -EAGAIN;
+    if (rc)
+        dequeue(r);
     return rc;
 }
 
@@ -244,79 +393,107 @@ unsigned weft__blocking_threads(void)
     return n;
 }
 
-/* After the task stopped waiting without a result (cancelled): the record
- * goes to whichever side is last.  Called with r->lock held; releases it. */
-static void give_up(struct request *r)
-{
-    r->waiter = NULL;
-    bool done = r->done;
-    r->abandoned = !done;
-    weft__spin_unlock(&r->lock);
-    if (done)
-        free(r);
-}
+/* ------------------------------------------------------------ the calls */
 
-static int blocking_until(weft_fn fn, void *arg, void **result,
-                          uint64_t deadline, bool nowait)
+/*
+ * Run fn on a blocking thread and wait for it until deadline (0: none),
+ * in a task (parked) or on a plain thread (blocked): the top of this file
+ * has the request's life.
+ */
+static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
 {
-    if (!fn)
-        return -EINVAL;
-    if (!weft__task_current()) {
-        void *v = fn(arg);
-        if (result)
-            *result = v;
-        return 0;
-    }
-    /* Cancelled already: fn must not start at all; nor with no time to
-     * wait for it. */
-    if (weft__cancelled())
-        return -ECANCELED;
-    if (nowait)
-        return -ETIMEDOUT;
+    pthread_once(&g.once, setup);
+    struct weft__wait w;
+    if (weft__wait_init(&w, deadline, &blocking_kind,
+                        (const void *)(uintptr_t)fn))
+        return -ECANCELED; /* cancelled before the call: fn never runs */
     struct request *r = weft__malloc(sizeof *r);
-    if (!r)
-        return -ENOMEM;
-    *r = (struct request){.fn = fn, .arg = arg, .lock = WEFT__SPINLOCK_INIT};
-    int rc = submit(r);
+    int rc = r ? weft__wait_arm_first(&w) : -ENOMEM;
+    if (!rc) {
+        *r = (struct request){.fn = fn, .arg = arg, .waiter = &w};
+        pthread_mutex_lock(&g.lock);
+        rc = submit(r);
+        pthread_mutex_unlock(&g.lock);
+    }
     if (rc) {
+        weft__wait_abandon(&w);
         free(r);
         return rc;
     }
 
-    weft__spin_lock(&r->lock);
-    if (!r->done) {
-        struct weft__wait w;
-        if (weft__wait_init(&w, deadline, &blocking_kind,
-                            (const void *)(uintptr_t)fn)) {
-            /* cancelled since the check */
-            give_up(r);
-            return -ECANCELED;
-        }
-        r->waiter = &w;
-        weft__spin_unlock(&r->lock);
-        uint32_t outcome = weft__wait_block(&w);
-        weft__spin_lock(&r->lock);
-        if (outcome != WEFT__W_WOKEN) {
-            give_up(r);
-            return weft__wait_error(&w, outcome);
-        }
+    uint32_t outcome = weft__wait_block(&w);
+    pthread_mutex_lock(&g.lock);
+    r->waiter = NULL;
+    switch (r->state) {
+    case DONE: /* woken, or fn ended before the timeout or cancel was seen */
+        if (result)
+            *result = r->result;
+        rc = 0;
+        break;
+    case REJECTED:
+        rc = -EAGAIN;
+        break;
+    case QUEUED: /* withdrawn before a thread took it: fn never runs */
+        dequeue(r);
+        rc = weft__wait_error(&w, outcome);
+        break;
+    default: /* RUNNING: fn runs on; its thread frees the record */
+        r->abandoned = true;
+        r = NULL;
+        rc = weft__wait_error(&w, outcome);
+        break;
     }
-    void *v = r->result;
-    weft__spin_unlock(&r->lock);
+    pthread_mutex_unlock(&g.lock);
     free(r);
-    if (result)
-        *result = v;
+    return rc;
+}
+
+WEFT_EXPORT int weft_blocking_configure(const weft_blocking_opts *opts)
+{
+    weft_blocking_opts o = {0};
+    if (opts)
+        o = *opts;
+    if (o.max_threads > WEFT_BLOCKING_THREADS_MAX ||
+        !weft__reserved_zero(o.reserved_, 4))
+        return -EINVAL;
+    pthread_once(&g.once, setup);
+    pthread_mutex_lock(&g.lock);
+    g.max = o.max_threads ? o.max_threads : WEFT_BLOCKING_THREADS_DEFAULT;
+    g.idle_ns = o.idle_ns ? o.idle_ns : WEFT_BLOCKING_IDLE_DEFAULT_NS;
+    g.queue_ns = o.queue_ns ? o.queue_ns : WEFT_BLOCKING_QUEUE_DEFAULT_NS;
+    /* Idle threads look again: beyond a lower bound they exit, and each
+     * reads the idle time afresh. */
+    pthread_cond_broadcast(&g.work);
+    /* A higher bound: threads for the requests that wait for one. */
+    unsigned want = g.queued > g.waiting ? g.queued - g.waiting : 0;
+    while (want-- && g.threads < g.max && start_thread() == 0)
+        ;
+    pthread_mutex_unlock(&g.lock);
     return 0;
 }
 
 WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
 {
-    return blocking_until(fn, arg, result, 0, false);
+    if (!fn)
+        return -EINVAL;
+    if (weft__task_current())
+        return offload(fn, arg, result, 0);
+    void *v = fn(arg);
+    if (result)
+        *result = v;
+    return 0;
 }
 
 WEFT_EXPORT int weft_blocking_for(weft_fn fn, void *arg, void **result,
                                   uint64_t timeout_ns)
 {
-    return blocking_until(fn, arg, result, weft__deadline_after(timeout_ns),
-                          timeout_ns == 0);
+    if (!fn)
+        return -EINVAL;
+    if (weft__cancelled())
+        return -ECANCELED;
+    if (timeout_ns == 0)
+        return -ETIMEDOUT; /* fn cannot run without the caller waiting */
+    if (timeout_ns == UINT64_MAX)
+        return weft_blocking(fn, arg, result);
+    return offload(fn, arg, result, weft__deadline_after(timeout_ns));
 }

@@ -47,7 +47,9 @@ static uint64_t deadline_of(uint64_t timeout_ns, bool timed, bool *nowait)
 }
 
 /* poll(2) fd once for `events`, waiting up to *ts (NULL: no limit).
- * Returns the ready events, 0 on timeout, or -errno. */
+ * Returns the ready events, 0 on timeout, -EBADF (fd not open), -ENOMEM,
+ * or -EINVAL (RLIMIT_NOFILE 0: ppoll refuses even one fd), the failures
+ * ppoll has for a call like this one. */
 static int poll_fd(int fd, unsigned events, const struct timespec *ts)
 {
     struct pollfd pfd = {
@@ -383,6 +385,7 @@ struct write_arg {
     const char *buf;
     size_t len, done;
     enum mode mode;
+    bool some;   /* weft_write_some: done after the first bytes that go */
 };
 
 static ssize_t try_write(int fd, void *arg)
@@ -395,6 +398,8 @@ static ssize_t try_write(int fd, void *arg)
                                        : send(fd, p, n, MSG_DONTWAIT);
         if (w >= 0) {
             a->done += (size_t)w;
+            if (a->some)
+                return (ssize_t)a->done;
         } else if (errno == ENOTSOCK && a->mode == PROBE) {
             ssize_t err = not_a_socket(fd, &a->mode);
             if (err)
@@ -406,8 +411,10 @@ static ssize_t try_write(int fd, void *arg)
     return (ssize_t)a->len;
 }
 
+/* Write all of buf, or (some) at least its first byte: weft_write_some
+ * fails only with nothing written, so that its caller knows what went. */
 static ssize_t do_write(int fd, const void *buf, size_t len,
-                        uint64_t timeout_ns, bool timed)
+                        uint64_t timeout_ns, bool timed, bool some)
 {
     if (len > SSIZE_MAX)
         return -EINVAL;
@@ -417,7 +424,7 @@ static ssize_t do_write(int fd, const void *buf, size_t len,
         return err;
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
-    struct write_arg a = {buf, len, 0, PROBE};
+    struct write_arg a = {buf, len, 0, PROBE, some};
     bool owned = atomic_load_explicit(&rec->owned, memory_order_relaxed);
     if (owned) {
         int kind = owned_kind(fd, rec);
@@ -431,13 +438,24 @@ static ssize_t do_write(int fd, const void *buf, size_t len,
 
 WEFT_EXPORT ssize_t weft_write(int fd, const void *buf, size_t len)
 {
-    return do_write(fd, buf, len, 0, false);
+    return do_write(fd, buf, len, 0, false, false);
 }
 
 WEFT_EXPORT ssize_t weft_write_for(int fd, const void *buf, size_t len,
                                    uint64_t timeout_ns)
 {
-    return do_write(fd, buf, len, timeout_ns, true);
+    return do_write(fd, buf, len, timeout_ns, true, false);
+}
+
+WEFT_EXPORT ssize_t weft_write_some(int fd, const void *buf, size_t len)
+{
+    return do_write(fd, buf, len, 0, false, true);
+}
+
+WEFT_EXPORT ssize_t weft_write_some_for(int fd, const void *buf, size_t len,
+                                        uint64_t timeout_ns)
+{
+    return do_write(fd, buf, len, timeout_ns, true, true);
 }
 
 /* ------------------------------------------------------------- accept */
@@ -519,7 +537,10 @@ static ssize_t try_connect(int fd, void *arg)
 {
     struct connect_arg *a = arg;
     if (!a->started) {
-        if (connect(fd, a->addr, a->len) == 0)
+        /* EISCONN: connected, by a handshake an earlier call started and
+         * left running (its timeout or a cancel ended it: weft/io.h), as
+         * Go's connect takes it. */
+        if (connect(fd, a->addr, a->len) == 0 || errno == EISCONN)
             return 0;
         if (errno != EINPROGRESS && errno != EINTR && errno != EALREADY)
             return -errno;

@@ -101,8 +101,12 @@ static inline uint64_t weft__fd_seq(struct weft__fd *rec)
  * WEFT_OUT); for an owned fd, one newer than `seq`.  Returns 0 (try the
  * call again: such a report came, before the park or during it, or the
  * fd's netpoller went away), -EBADF (weft_close, or the fd was closed
- * without it: fd.c's check), -ETIMEDOUT, -ECANCELED, -ENOMEM, or
- * epoll_ctl's or the netpoller's error.
+ * without it: fd.c's check, or epoll_ctl's word for it), -ETIMEDOUT,
+ * -ECANCELED, -ENOMEM, or the netpoller's errors (weft__netpoll_get:
+ * -EMFILE, -ENFILE) and epoll_ctl's (-ENOSPC: max_user_watches reached;
+ * -ENOMEM).  (epoll_ctl's others cannot come: the fd is open and not an
+ * epoll set's own, and one epoll cannot watch is one poll(2) always finds
+ * ready, which a call never parks on.)
  */
 int weft__fd_park(struct weft__fd *rec, int fd, unsigned events, uint64_t seq,
                   uint64_t deadline);

@@ -30,8 +30,10 @@
  * CAS; slot write, flag load): in the single total order, if cancel's CAS
  * read the slot empty, the awaiter's later write precedes its flag load,
  * which then sees the flag.  The timer is armed only once the awaiter is
- * in the slot (in the post-switch action), so its CAS always finds it
- * there, or DONE.  Whoever takes the slot back (one CAS wins) decides the
+ * in the slot (in the post-switch action; for a lazy task, right after
+ * start_lazy's store into the slot, before t starts, so that a timer that
+ * cannot be armed leaves t unstarted), so its CAS always finds it there,
+ * or DONE.  Whoever takes the slot back (one CAS wins) decides the
  * outcome; the completer's exchange that finds the slot empty wakes
  * nobody, and t is left unconsumed, to be awaited again.
  *
@@ -48,6 +50,8 @@
 
 #include "base/compiler.h"
 #include "base/storeload.h"
+#include "ctx/sanitizer.h"
+#include "ctx/stack.h"
 #include "sched/wait.h"
 #include "sched/worker.h"
 
@@ -141,10 +145,11 @@ static bool stack_room(struct weft_task *self, size_t need)
  * can reach it any more (we hold the handle).  Else, if it is still
  * queued anywhere, claim it by CAS and leave the entry to be dropped when
  * popped.  On success the await is over: the result is in *result and
- * the handle is consumed.
+ * the handle is consumed, or, with keep, the handle is still the
+ * caller's (and the result is in t->result).
  */
 static bool try_inline(struct weft_task *self, struct weft_task *t,
-                       void **result)
+                       void **result, bool keep)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || t->spawned_on != w->pool ||
@@ -176,16 +181,17 @@ static bool try_inline(struct weft_task *self, struct weft_task *t,
     void *r = t->co.fn(t->arg);
     self->inlined = outer;
     t->result = r;
-    if (result)
+    if (result && !keep)
         *result = r;
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
     /* COMPLETE; the task's life reference and the handle's (consumed
-     * here) go in one RMW.  acq_rel: if no entry is left (the pop above),
-     * this drops the last reference, after every other owner's writes. */
-    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -2,
-                                memory_order_acq_rel);
+     * here, unless the caller keeps it: weft_await_all) go in one RMW.
+     * acq_rel: if no entry is left (the pop above), this drops the last
+     * reference, after every other owner's writes. */
+    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED,
+                                keep ? -1 : -2, memory_order_acq_rel);
     if (weft__task_refs(n) == 0)
         weft__record_free(t);
     return true;
@@ -255,22 +261,34 @@ static void *lazy_park_action(void *arg, void *val)
 {
     (void)val;
     /* Copied first: `a` is on the awaiter's stack, which a cancel may
-     * resume as soon as it is parked.  a.w is touched only before the park
-     * (the awaiter is RUNNING until then: a wake meanwhile is kept as
-     * NOTIFIED) or by the winner of the slot, and while we hold the slot
-     * nobody else resumes it. */
+     * resume as soon as it is parked.  a.w is touched only by the winner
+     * of the slot, and while we hold the slot nobody else resumes it. */
     struct await_args a = *(struct await_args *)arg;
-    bool took = !arm_if_timed(&a);
     weft__task_park(a.self);
-    if (took || take_back_if_cancelled(&a))
+    if (take_back_if_cancelled(&a))
         weft__task_wake(a.self);
     return NULL;
+}
+
+/* Undo weft__task_prepare for a lazy task that is not started after all:
+ * its stack goes back as an ended task's does (task_run.c, finish_action),
+ * and it is as weft_task_create left it.  Not inlined: rare, and gcc 12's
+ * UBSan build of await_until with it inlined tested the address of the
+ * stack cache's thread-local list for NULL with a `je` after an `lea`
+ * (which sets no flags), and so reported a null pointer that was not. */
+static __attribute__((noinline)) void unprepare(struct weft_task *t)
+{
+    weft__stack_free(&t->co.stack);
+    t->co.flags &= ~(uint32_t)WEFT__CORO_CANARY;
+    t->co.sp = NULL;
+    t->started = false;
 }
 
 /*
  * Start a lazy task on this thread by symmetric transfer; it inherits our
  * home and comes back to us when it ends.  Returns 0 once we are resumed,
- * or -ENOMEM, with t untouched, if it could get no stack.
+ * or -ENOMEM, with t untouched (not started), if it could get no stack or
+ * a timed await could not arm its timer.
  */
 static int start_lazy(struct weft_task *self, struct weft_task *t,
                       struct weft__wait *w)
@@ -278,14 +296,31 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
     int err = weft__task_prepare(t, self->pool);
     if (err)
         return err;
+    /* seq_cst, an exchange (base/storeload.h): see the top (await versus
+     * cancel). */
+    weft__storeload_store(&t->waiter, (uintptr_t)self);
+    /* The timer before t starts (here, not in the post-switch action: a
+     * timer that cannot be armed must leave t unstarted), and only now
+     * that we are in the slot, where its end_await finds us (see the
+     * top). */
+    if (w->deadline && !weft__wait_arm(w)) {
+        uintptr_t me = (uintptr_t)self;
+        if (!atomic_compare_exchange_strong_explicit(
+                &t->waiter, &me, 0, memory_order_seq_cst,
+                memory_order_acquire))
+            /* A cancel took us back and woke us while we run: answer
+             * its NOTIFIED by running on. */
+            atomic_fetch_and_explicit(&self->state,
+                                      ~(uint64_t)WEFT__T_NOTIFIED,
+                                      memory_order_relaxed);
+        unprepare(t);
+        return -ENOMEM;
+    }
     t->lazy = false;
     t->pool = self->pool;
     t->driver = self->driver;
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
-    /* seq_cst, an exchange (base/storeload.h): see the top (await versus
-     * cancel). */
-    weft__storeload_store(&t->waiter, (uintptr_t)self);
     /* Nobody else knows t yet (we hold the handle): a plain store. */
     uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
     atomic_store_explicit(&t->state,
@@ -298,8 +333,15 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
     return 0;
 }
 
+/*
+ * Wait in a task until t has ended, at most until deadline (0: none;
+ * nowait: not at all).  Returns 0 once t has ended: t is consumed (its
+ * result in *result), or, with keep, t's handle is still the caller's
+ * (its result in t->result, for consume).  Else the wait's error, t not
+ * consumed.
+ */
 static int await_until(weft_task *t, void **result, uint64_t deadline,
-                       bool nowait)
+                       bool nowait, bool keep)
 {
     if (!t)
         return -EINVAL;
@@ -320,7 +362,7 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
             return -ECANCELED;
         /* Not for a timed await: nothing could end an inline body at the
          * deadline. */
-        if (!t->lazy && !deadline && try_inline(self, t, result)) {
+        if (!t->lazy && !deadline && try_inline(self, t, result, keep)) {
             retire_stale();
             return 0;
         }
@@ -356,35 +398,60 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
             return weft__wait_error(&w, atomic_load_explicit(
                                             &w.outcome, memory_order_acquire));
     }
-    consume(t, result);
+    if (!keep)
+        consume(t, result);
     return 0;
 }
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
 {
-    return await_until(t, result, 0, false);
+    return await_until(t, result, 0, false, false);
 }
 
 WEFT_EXPORT int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns)
 {
     return await_until(t, result, weft__deadline_after(timeout_ns),
-                       timeout_ns == 0);
+                       timeout_ns == 0, false);
+}
+
+/*
+ * All or nothing (weft/task.h): every handle is checked before any wait,
+ * each task is waited for in order without consuming its handle (an
+ * ended task stays awaitable), and only once all have ended are the
+ * handles consumed and the results written.  A failed call therefore
+ * consumed nothing: the tasks that ended meanwhile simply have ended.
+ */
+static int await_all_until(weft_task **ts, size_t n, void **results,
+                           uint64_t deadline, bool nowait)
+{
+    struct weft_task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    if (!ts && n)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!ts[i] || ts[i] == self || ts[i] == self->inlined)
+            return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        int err = await_until(ts[i], NULL, deadline, nowait, true);
+        if (err)
+            return err;
+    }
+    for (size_t i = 0; i < n; i++) {
+        consume(ts[i], results ? &results[i] : NULL);
+        ts[i] = NULL;
+    }
+    return 0;
 }
 
 WEFT_EXPORT int weft_await_all(weft_task **ts, size_t n, void **results)
 {
-    if (!ts && n)
-        return -EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (!ts[i])
-            return -EINVAL;
-    if (n && !weft__task_current())
-        return -EPERM;
-    for (size_t i = 0; i < n; i++) {
-        int err = weft_await(ts[i], results ? &results[i] : NULL);
-        if (err)
-            return err; /* ts[i..] are not consumed */
-        ts[i] = NULL;
-    }
-    return 0;
+    return await_all_until(ts, n, results, 0, false);
+}
+
+WEFT_EXPORT int weft_await_all_for(weft_task **ts, size_t n, void **results,
+                                   uint64_t timeout_ns)
+{
+    return await_all_until(ts, n, results, weft__deadline_after(timeout_ns),
+                           timeout_ns == 0);
 }

@@ -73,8 +73,20 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
     if (st->worker || !(th->current->flags & WEFT__CORO_ROOT) || st->driver)
         return -EDEADLK;
     if (t->lazy) {
-        /* Its stack first, the one step that can fail. */
-        int err = weft__task_prepare(t, NULL);
+        /* Its stack first, the one step that can fail.  With no size of
+         * its own, the task gets room for the pools it may hop onto
+         * (weft/task.h, "Stacks"), where the system grants that much. */
+        int err;
+        if (t->stack_size) {
+            err = weft__task_prepare(t, NULL);
+        } else {
+            t->stack_size = (uint32_t)WEFT_STACK_NO_POOL;
+            err = weft__task_prepare(t, NULL);
+            if (err) {
+                t->stack_size = 0;
+                err = weft__task_prepare(t, NULL);
+            }
+        }
         if (err)
             return err;
     }

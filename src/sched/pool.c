@@ -72,6 +72,7 @@
 #include "sched/worker.h"
 
 #include "ctx/stack.h"
+#include "sched/destroy.h"
 #include "sched/monitor.h"
 
 #include "base/alloc.h"
@@ -1603,26 +1604,25 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     return 0;
 }
 
-WEFT_API int weft_pool_destroy(weft_pool *p)
+/* Steps 1 (but for the checks, which sched/destroy.c's public calls make)
+ * to 5 of shutdown (see the top).  The destroyer parks on `parker`;
+ * wait_stop (destroy.c) returns 0 once `stop` is set, or an error once it
+ * gave up waiting, having released `destroying` (the pool drains on). */
+int weft__pool_destroy(weft_pool *p, struct weft__parker *parker,
+                       int (*wait_stop)(weft_pool *p, void *arg), void *arg)
 {
-    if (!p)
-        return -EINVAL;
-    struct weft__worker *self = weft__worker_current();
-    if (self && self->pool == p)
-        return -EDEADLK;
     uint32_t zero = 0;
     if (!atomic_compare_exchange_strong(&p->destroying, &zero, 1))
         return -EBUSY;
 
-    struct weft__parker parker;
-    weft__parker_init(&parker);
     weft__spin_lock(&p->idle_lock);
-    p->destroyer = &parker;
+    p->destroyer = parker;
     weft__spin_unlock(&p->idle_lock);
     atomic_store_explicit(&p->shutdown, 1, memory_order_seq_cst);
     wake_all(p);
-    while (!atomic_load_explicit(&p->stop, memory_order_acquire))
-        weft__parker_park(&parker, 0, 0);
+    int err = wait_stop(p, arg);
+    if (err)
+        return err;
 
     /* Unlisted first: a dump of every pool (weft_dump_all) reads the
      * workers' thread blocks, which go with their threads. */
@@ -1636,7 +1636,6 @@ WEFT_API int weft_pool_destroy(weft_pool *p)
     while (atomic_load_explicit(&p->outside_submitters, memory_order_acquire))
         weft__backoff(&spins);
     drop_queued(p);
-    weft__parker_fini(&parker);
     free_pool(p, weft__pool_slots(p));
     return 0;
 }

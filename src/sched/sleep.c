@@ -25,8 +25,10 @@ WEFT_EXPORT int weft_sleep(uint64_t ns)
         sleep_thread(ns);
         return 0;
     }
+    /* Nothing to wait for: done, even in a cancelled task (weft/weft.h,
+     * "Cancellation": only a call that would wait sees it). */
     if (ns == 0)
-        return weft__cancelled() ? -ECANCELED : 0;
+        return 0;
     struct weft__wait w;
     if (weft__wait_init(&w, weft__deadline_after(ns), &weft__wait_sleep, NULL))
         return -ECANCELED;

@@ -215,6 +215,21 @@ void weft__wait_disarm(struct weft__wait *w)
     w->timers = NULL;
 }
 
+int weft__wait_arm_first(struct weft__wait *w)
+{
+    if (!w->task || !w->deadline)
+        return 0;
+    return weft__wait_arm(w) ? 0 : -ENOMEM;
+}
+
+void weft__wait_abandon(struct weft__wait *w)
+{
+    weft__wait_disarm(w);
+    weft__wait_leave(w);
+    if (!w->task)
+        weft__parker_fini(&w->parker);
+}
+
 uint32_t weft__wait_block(struct weft__wait *w)
 {
     struct weft_task *self = w->task;
@@ -237,7 +252,7 @@ uint32_t weft__wait_block(struct weft__wait *w)
      * on the timers its home's scheduler runs.  No memory for it: end the
      * wait as a timeout would (unless something came first) and report
      * -ENOMEM (nomem). */
-    if (w->deadline && !weft__wait_arm(w))
+    if (w->deadline && !w->timers && !weft__wait_arm(w))
         decide(w, WEFT__W_TIMEDOUT);
     if (atomic_load_explicit(&w->outcome, memory_order_acquire) ==
         WEFT__W_PENDING) {

@@ -182,7 +182,7 @@ static inline void weft__wait_parking(struct weft__wait *w)
  * wait.  Returns the outcome (never PENDING).  The caller next retakes its
  * primitive's lock and unlinks the record if it is still listed.
  * -ENOMEM is reported by setting nomem (outcome TIMEDOUT) when the timer
- * could not be armed.
+ * could not be armed (here: not if weft__wait_arm_first armed it).
  */
 uint32_t weft__wait_block(struct weft__wait *w);
 
@@ -193,6 +193,22 @@ uint32_t weft__wait_block(struct weft__wait *w);
  * the task's current wait (weft__wait_leave), after which a cancel is
  * over with the record. */
 bool weft__wait_arm(struct weft__wait *w);
+
+/*
+ * weft__wait_arm_first - for a wait whose call must not have started
+ * anything it cannot take back when its timer cannot be armed (a condition
+ * variable that releases its mutex, an offload that hands fn to a thread,
+ * a lazy task that starts): arm the timer now, before that step, instead
+ * of in weft__wait_block (which then finds it armed).  Returns 0 (armed,
+ * or nothing to arm: no deadline, or a plain thread, whose wait needs no
+ * memory), or -ENOMEM: nothing armed, nothing decided; the caller ends
+ * the wait with weft__wait_abandon and returns the error.
+ */
+int weft__wait_arm_first(struct weft__wait *w);
+
+/* End a wait that was set up (weft__wait_init) but will not block: disarm
+ * its timer if it was armed, and stop being the task's current wait. */
+void weft__wait_abandon(struct weft__wait *w);
 void weft__wait_disarm(struct weft__wait *w);
 void weft__wait_leave(struct weft__wait *w);
 

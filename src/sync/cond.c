@@ -7,7 +7,10 @@
  *
  * Every return past the argument checks holds the mutex: a waiter that
  * timed out or was cancelled still re-locks it, with a wait that neither
- * a deadline nor a cancellation can end (mutex.h), before returning.
+ * a deadline nor a cancellation can end (mutex.h), before returning, as
+ * pthread_cond_timedwait does.  The one failure that must not release the
+ * mutex, a timer that cannot be armed (-ENOMEM), is found before it is
+ * released: the timer is armed first (weft__wait_arm_first).
  */
 #include "base/compiler.h"
 #include "sync/mutex.h"
@@ -36,11 +39,15 @@ static int wait_until(weft_cond *c, weft_mutex *m, uint64_t deadline)
     if (!weft__mutex_held(m, me))
         return -EPERM;
     struct weft__wait w;
-    weft__spin_lock(&cv->lock_);
-    if (weft__wait_init(&w, deadline, &cond_kind, cv)) {
-        weft__spin_unlock(&cv->lock_);
+    if (weft__wait_init(&w, deadline, &cond_kind, cv))
         return -ECANCELED; /* still holding m: it was never released */
+    /* The timer before m is released: one that cannot be armed leaves m
+     * held and nothing changed (weft/sync.h, -ENOMEM). */
+    if (weft__wait_arm_first(&w)) {
+        weft__wait_abandon(&w);
+        return -ENOMEM;
     }
+    weft__spin_lock(&cv->lock_);
     weft__wq_push(&cv->q_, &w);
     weft__spin_unlock(&cv->lock_);
     weft__mutex_release(m);

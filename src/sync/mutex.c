@@ -237,7 +237,8 @@ WEFT_EXPORT int weft_mutex_trylock(weft_mutex *m)
 {
     if (!m)
         return -EINVAL;
-    return try_fast(m, weft__mutex_self()) ? 0 : -EBUSY;
+    /* -EAGAIN, as every try that would have had to wait (weft/error.h). */
+    return try_fast(m, weft__mutex_self()) ? 0 : -EAGAIN;
 }
 
 WEFT_EXPORT int weft_mutex_unlock(weft_mutex *m)

@@ -2,12 +2,21 @@
  * test_blocking.c — weft_blocking: where fn runs, its result, the bound on
  * blocking threads (requests past it queue), idle threads exiting,
  * cancellation before and during the wait (the request record outlives
- * the task's call), and that a parked offload does not stall its worker.
+ * the task's call), and that a parked offload does not stall its worker;
+ * the policy of weft/blocking.h: weft_blocking_configure (a lower bound
+ * retires threads, a higher one starts threads for the calls that wait),
+ * the queue bound (-EAGAIN, fn never runs), a call withdrawn from the
+ * queue by its timeout or a cancel (fn never runs), weft_blocking_for's
+ * timeout on a plain thread, and a burst of slow calls that does not hold
+ * up a call made during it (issue 23's case, as behaviour: the call starts
+ * while every call of the burst is still running; blocking_burst.c times
+ * it).
  *
  * main sets WEFT_BLOCKING_THREADS=4 and WEFT_BLOCKING_IDLE_MS=100 before
  * the first offload (they are read once): a small bound the tests can fill,
  * and threads that exit between cases, so that starting threads again
- * while others are exiting is exercised too.
+ * while others are exiting is exercised too.  The cases that configure
+ * the threads otherwise put that set-up back (restore_setup).
  *
  * Functions run on blocking threads hold at a "gate" (an atomic flag the
  * main thread opens) where a case needs them to stay busy; every wait for
@@ -16,6 +25,7 @@
 #include "../pool/wt.h"
 
 #include <weft/blocking.h>
+#include <weft/inspect.h>
 #include <weft/timer.h>
 
 #include "io/blocking_threads.h"
@@ -457,6 +467,293 @@ static void test_no_stall(void **state)
     WT_CLEAN();
 }
 
+/* ------------------------------------------------ weft_blocking_configure */
+
+/* The set-up main's environment gives, put back by the cases below. */
+static void restore_setup(void)
+{
+    weft_blocking_opts o = {.max_threads = BOUND, .idle_ns = MS(100)};
+    assert_int_equal(weft_blocking_configure(&o), 0);
+}
+
+/* A lower bound: as they come free, the threads beyond it exit, and the
+ * calls still queued run on the ones left, never more at once than the
+ * bound; a higher one starts threads for calls that wait. */
+static void test_configure_bound(void **state)
+{
+    enum { N = 12 };
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    static weft_task *ts[N];
+    gate_reset();
+    for (int i = 0; i < N; i++)
+        assert_int_equal(weft_spawn(&ts[i], p, offload_gated, P(i + 1), NULL), 0);
+    assert_true(wait_until(&running, BOUND));
+    weft_blocking_opts o = {.max_threads = 2, .idle_ns = MS(100)};
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    atomic_store(&most, 0);
+    atomic_store(&gate_open, 1);
+    for (int i = 0; i < N; i++) {
+        void *r = NULL;
+        assert_int_equal(weft_sync_wait(ts[i], &r), 0);
+        assert_int_equal(I(r), i + 1);
+    }
+    assert_true(atomic_load(&most) <= 2);
+    /* A thread beyond the bound exits in the same locked step in which
+     * it ended its last call (io/blocking.c): none is left by now. */
+    assert_true(weft__blocking_threads() <= 2);
+
+    /* Higher: calls queued at the bound of 1 get threads at once. */
+    gate_reset();
+    o.max_threads = 1;
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(weft_spawn(&ts[i], p, offload_gated, P(i), NULL), 0);
+    assert_true(wait_until(&running, 1));
+    o.max_threads = 3;
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    assert_true(wait_until(&running, 3));
+    atomic_store(&gate_open, 1);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(weft_sync_wait(ts[i], NULL), 0);
+    restore_setup();
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+static void test_configure_invalid(void **state)
+{
+    (void)state;
+    weft_blocking_opts o = {.max_threads = WEFT_BLOCKING_THREADS_MAX + 1};
+    assert_int_equal(weft_blocking_configure(&o), -EINVAL);
+    weft_blocking_opts r = {.reserved_ = {P(1)}};
+    assert_int_equal(weft_blocking_configure(&r), -EINVAL);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------ the queue bound */
+
+static atomic_int counted;
+
+static void *count_call(void *arg)
+{
+    atomic_fetch_add(&counted, 1);
+    return arg;
+}
+
+struct queued_call {
+    uint64_t timeout;   /* 0: weft_blocking */
+    int rc;
+    void *result;
+};
+
+static void *offload_counted(void *arg)
+{
+    struct queued_call *q = arg;
+    q->result = P(-1);
+    q->rc = q->timeout ? weft_blocking_for(count_call, P(5), &q->result,
+                                           q->timeout)
+                       : weft_blocking(count_call, P(5), &q->result);
+    return NULL;
+}
+
+/* With the one thread held: a call past the queue bound fails (-EAGAIN),
+ * one whose timeout comes while it waits to start, or whose task is
+ * cancelled then, is withdrawn; none of their functions ever runs (a call
+ * queued after them, on the one thread, runs after anything they had
+ * left queued). */
+static void test_queue_bound(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    gate_reset();
+    atomic_store(&counted, 0);
+    weft_blocking_opts o = {.max_threads = 1, .idle_ns = MS(100),
+                            .queue_ns = UINT64_MAX};
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    weft_task *holder = NULL;
+    assert_int_equal(weft_spawn(&holder, p, offload_gated, P(1), NULL), 0);
+    assert_true(wait_until(&running, 1));
+
+    o.queue_ns = MS(5);
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    struct queued_call bounded = {0};
+    assert_int_equal(I(wt_run(p, offload_counted, &bounded)), 0);
+    assert_int_equal(bounded.rc, -EAGAIN);
+    assert_int_equal(I(bounded.result), -1);
+
+    o.queue_ns = UINT64_MAX;
+    assert_int_equal(weft_blocking_configure(&o), 0);
+    struct queued_call timed = {.timeout = MS(5)};
+    assert_int_equal(I(wt_run(p, offload_counted, &timed)), 0);
+    assert_int_equal(timed.rc, -ETIMEDOUT);
+    struct queued_call cancelled = {0};
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn(&t, p, offload_counted, &cancelled, NULL), 0);
+    /* Until it waits to start: the holder, parked on the busy thread's
+     * call, and this one, parked on its queued request. */
+    struct weft_pool_stats st = {.size = sizeof st};
+    for (int i = 0; i < 100000; i++) {
+        assert_int_equal(weft_pool_stats(p, &st), 0);
+        if (st.parked_blocking >= 2)
+            break;
+        sched_yield();
+    }
+    assert_int_equal(st.parked_blocking, 2);
+    assert_int_equal(weft_task_cancel(t), 0);
+    assert_int_equal(weft_sync_wait(t, NULL), 0);
+    assert_int_equal(cancelled.rc, -ECANCELED);
+
+    atomic_store(&gate_open, 1);
+    assert_int_equal(weft_sync_wait(holder, NULL), 0);
+    struct queued_call after = {0};
+    assert_int_equal(I(wt_run(p, offload_counted, &after)), 0);
+    assert_int_equal(after.rc, 0);
+    assert_int_equal(I(after.result), 5);
+    assert_int_equal(atomic_load(&counted), 1); /* `after`'s alone */
+    restore_setup();
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------- weft_blocking_for, a thread */
+
+static void *thread_blocking_for(void *arg)
+{
+    struct queued_call *q = arg;
+    q->result = P(-1);
+    q->rc = weft_blocking_for(gated, P(8), &q->result, q->timeout);
+    return NULL;
+}
+
+/* On a plain thread, weft_blocking_for runs fn on a blocking thread and
+ * holds to its timeout: -ETIMEDOUT while fn runs on (it ends once
+ * released, its result dropped); one that ends in time gives its result. */
+static void test_plain_thread_timeout(void **state)
+{
+    (void)state;
+    gate_reset();
+    struct queued_call q = {.timeout = MS(20)};
+    assert_null(thread_blocking_for(&q));
+    assert_int_equal(q.rc, -ETIMEDOUT);
+    assert_int_equal(I(q.result), -1);
+    assert_int_equal(atomic_load(&running), 1); /* still running on */
+    atomic_store(&gate_open, 1);
+    assert_true(wait_until(&finished, 1));
+    void *r = NULL;
+    assert_int_equal(weft_blocking_for(record_thread, &(struct where){0}, &r,
+                                       MS(10000)), 0);
+    assert_int_equal(I(r), 77);
+    struct where w = {0};
+    assert_int_equal(weft_blocking_for(record_thread, &w, NULL, MS(10000)), 0);
+    assert_true(w.blocking);
+    WT_CLEAN();
+}
+
+/* --------------------------------------- a burst does not hold a call up */
+
+/* Issue 23's case as behaviour: while a burst of slow calls runs (each
+ * held at a gate), a call made during it starts at once, with every call
+ * of the burst still held: no queue formed behind them.  Two shapes:
+ * 200 tasks each making four calls one after the other (200 at once),
+ * and 200 tasks each making four at once (through four child tasks: 800
+ * at once).  Default set-up (1,024 threads at most).  The gate is an
+ * event the threads block on (not a poll: 800 pollers would be the load
+ * of the case). */
+enum { BURST_TASKS = 200, BURST_CALLS = 4 };
+
+static weft_event burst_gate;
+static atomic_int burst_in, burst_out, probe_in;
+
+static void *burst_call(void *arg)
+{
+    atomic_fetch_add(&burst_in, 1);
+    CHECK_EQ(weft_event_wait(&burst_gate), 0);
+    atomic_fetch_add(&burst_out, 1);
+    return arg;
+}
+
+static void *burst_one(void *arg)
+{
+    void *r = NULL;
+    CHECK_EQ(weft_blocking(burst_call, arg, &r), 0);
+    CHECK_PTR_EQ(r, arg);
+    return r;
+}
+
+static void *burst_sequential(void *arg)
+{
+    for (int i = 0; i < BURST_CALLS; i++)
+        burst_one(arg);
+    return arg;
+}
+
+static void *burst_concurrent(void *arg)
+{
+    weft_task *kids[BURST_CALLS];
+    for (int i = 0; i < BURST_CALLS; i++)
+        CHECK_EQ(weft_spawn(&kids[i], weft_pool_current(), burst_one, arg,
+                            NULL), 0);
+    CHECK_EQ(weft_await_all(kids, BURST_CALLS, NULL), 0);
+    return arg;
+}
+
+static void *probe_call(void *arg)
+{
+    /* Every call of the burst that started is still held here. */
+    CHECK_EQ(atomic_load(&burst_out), 0);
+    atomic_store(&probe_in, 1);
+    return arg;
+}
+
+static void *offload_probe(void *arg)
+{
+    void *r = NULL;
+    CHECK_EQ(weft_blocking(probe_call, arg, &r), 0);
+    return r;
+}
+
+static void burst_case(weft_fn shape, int at_once)
+{
+    assert_int_equal(weft_blocking_configure(NULL), 0);
+    weft_event_init(&burst_gate);
+    atomic_store(&burst_in, 0);
+    atomic_store(&burst_out, 0);
+    atomic_store(&probe_in, 0);
+    weft_pool *p = wt_pool(2);
+    static weft_task *ts[BURST_TASKS];
+    for (int i = 0; i < BURST_TASKS; i++)
+        assert_int_equal(weft_spawn(&ts[i], p, shape, P(i + 1), NULL), 0);
+    assert_true(wait_until(&burst_in, at_once));
+    weft_task *probe = NULL;
+    assert_int_equal(weft_spawn(&probe, p, offload_probe, P(9), NULL), 0);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(probe, &r), 0); /* with the gate shut */
+    assert_int_equal(I(r), 9);
+    assert_int_equal(atomic_load(&probe_in), 1);
+    assert_int_equal(atomic_load(&burst_out), 0);
+    weft_event_set(&burst_gate);
+    for (int i = 0; i < BURST_TASKS; i++) {
+        assert_int_equal(weft_sync_wait(ts[i], &r), 0);
+        assert_int_equal(I(r), i + 1);
+    }
+    assert_int_equal(atomic_load(&burst_out), BURST_TASKS * BURST_CALLS);
+    wt_destroy(p);
+    restore_setup();
+}
+
+static void test_burst_sequential(void **state)
+{
+    (void)state;
+    burst_case(burst_sequential, BURST_TASKS);
+    WT_CLEAN();
+}
+
+static void test_burst_concurrent(void **state)
+{
+    (void)state;
+    burst_case(burst_concurrent, BURST_TASKS * BURST_CALLS);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     setenv("WEFT_BLOCKING_THREADS", "4", 1);
@@ -474,6 +771,12 @@ int main(void)
         WT_TEST(test_cancelled_while_waiting),
         WT_TEST(test_cancel_races),
         WT_TEST1(test_no_stall),
+        WT_TEST(test_configure_bound),
+        WT_TEST1(test_configure_invalid),
+        WT_TEST(test_queue_bound),
+        WT_TEST1(test_plain_thread_timeout),
+        WT_TEST1(test_burst_sequential),
+        WT_TEST1(test_burst_concurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,9 @@
 #include <weft/weft.h>
 
 #include "base/alloc.h"
+#include "ctx/stack.h"
+#include "io/blocking_threads.h"
+#include "sched/task.h"
 #include "sync/objects.h"
 
 #include <fcntl.h>
@@ -1268,16 +1271,43 @@ static int mutex_lock_for_nomem(void)
     return rc;
 }
 
+/* A task that waits for a mutex and counts the times it got it. */
+struct counted_mutex {
+    weft_mutex m;
+    atomic_int got;
+};
+
+static void *lock_and_count(void *arg)
+{
+    struct counted_mutex *c = arg;
+    CHECK_EQ(weft_mutex_lock(&c->m), 0);
+    atomic_fetch_add(&c->got, 1);
+    CHECK_EQ(weft_mutex_unlock(&c->m), 0);
+    return NULL;
+}
+
+/* With a task waiting for m on this one-worker pool: a release of m would
+ * hand it over to that task, which counts it.  No memory for the timer:
+ * m was never released (the waiter never got it), and is held. */
 static int cond_wait_for_nomem(void)
 {
-    weft_mutex m;
-    weft_cond c;
-    weft_mutex_init(&m);
-    weft_cond_init(&c);
-    CHECK_EQ(weft_mutex_lock(&m), 0);
+    static struct counted_mutex c;
+    weft_cond cv;
+    weft_mutex_init(&c.m);
+    atomic_store(&c.got, 0);
+    weft_cond_init(&cv);
+    CHECK_EQ(weft_mutex_lock(&c.m), 0);
+    weft_task *t;
+    CHECK_EQ(weft_spawn(&t, weft_pool_current(), lock_and_count, &c, NULL), 0);
+    while (__atomic_load_n(&weft__mutex_of(&c.m)->state_, __ATOMIC_RELAXED) !=
+           2) /* until it waits for m (sync/mutex.c: CONTENDED) */
+        CHECK_EQ(weft_yield(), 0);
     int rc;
-    OUT_OF_MEMORY(rc = weft_cond_wait_for(&c, &m, MS(1)));
-    CHECK_EQ(weft_mutex_unlock(&m), 0); /* held again, as promised */
+    OUT_OF_MEMORY(rc = weft_cond_wait_for(&cv, &c.m, MS(1)));
+    CHECK_EQ(atomic_load(&c.got), 0);
+    CHECK_EQ(weft_mutex_unlock(&c.m), 0); /* held, as promised */
+    CHECK_EQ(weft_await(t, NULL), 0);
+    CHECK_EQ(atomic_load(&c.got), 1);
     return rc;
 }
 
@@ -1762,16 +1792,20 @@ static int write_cancelled(void)
     return rc;
 }
 
-static int write_for_timeout(void)
+/* A timed write to a socket with no room for 2 ms. */
+static int full_write_2ms(ssize_t (*write_for)(int fd, const void *buf,
+                                                size_t len, uint64_t ns))
 {
     int sv[2];
     CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     fill(sv[0]);
-    int rc = (int)weft_write_for(sv[0], "x", 1, MS(2));
+    int rc = (int)write_for(sv[0], "x", 1, MS(2));
     close(sv[0]);
     close(sv[1]);
     return rc;
 }
+
+static int write_for_timeout(void) { return full_write_2ms(weft_write_for); }
 
 static int wait_fd_cancelled(void)
 {
@@ -2177,6 +2211,548 @@ static int trace_stop_unwritable(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* The promises of issue 27: each row below failed on the code before   */
+/* it (the item is named), and holds now.                               */
+
+/* Item 1: a connect that a timeout left going on is finished by calling
+ * weft_connect again, and a socket connected already gives 0, however
+ * many calls before finished the handshake (Linux says 0 to the first
+ * connect(2) after an asynchronous one ended, and EISCONN after that). */
+static int connect_after_timeout(void)
+{
+    int lfd = listener();
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+    int fd = weft_socket(AF_INET, SOCK_STREAM, 0);
+    int first = weft_connect_for(fd, (struct sockaddr *)&a, sizeof a, 0);
+    CHECK(first == 0 || first == -ETIMEDOUT);
+    CHECK_EQ(weft_wait_fd_for(fd, WEFT_OUT, NEVER), WEFT_OUT);
+    CHECK_EQ(weft_connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int rc = weft_connect(fd, (struct sockaddr *)&a, sizeof a);
+    int peer = weft_accept_for(lfd, NULL, NULL, NEVER);
+    CHECK(peer >= 0);
+    CHECK_EQ(weft_write(fd, "z", 1), 1); /* connected, and usable */
+    char c = 0;
+    CHECK_EQ(weft_read(peer, &c, 1), 1);
+    CHECK_EQ(c, 'z');
+    CHECK_EQ(weft_close(peer), 0);
+    CHECK_EQ(weft_close(fd), 0);
+    CHECK_EQ(weft_close(lfd), 0);
+    return rc;
+}
+
+/* Item 1: weft_write_some writes what the socket takes and says how much;
+ * the rest is for the next call.  0 when 0 < count < len, and the peer
+ * reads exactly that many bytes. */
+static int write_some_part(void)
+{
+    enum { LEN = 4 << 20 };
+    static char buf[LEN];
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    ssize_t n = weft_write_some(sv[0], buf, LEN);
+    CHECK(n > 0 && n < LEN);
+    CHECK_EQ(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+    ssize_t got = 0, r;
+    while ((r = read(sv[1], buf, LEN)) > 0)
+        got += r;
+    CHECK_EQ(got, n);
+    close(sv[0]);
+    close(sv[1]);
+    return n > 0 && n < LEN ? 0 : 1;
+}
+
+/* Item 1: a timed out weft_write_some wrote nothing. */
+static int write_some_for_timeout(void)
+{
+    return full_write_2ms(weft_write_some_for);
+}
+
+/* Item 2: on a plain thread, weft_blocking_for runs fn where it can be
+ * abandoned: timeout 0 never runs it. */
+static atomic_int g_runs;
+
+static void *count_runs(void *arg)
+{
+    atomic_fetch_add(&g_runs, 1);
+    return arg;
+}
+
+static int blocking_for_zero(void)
+{
+    atomic_store(&g_runs, 0);
+    void *r = OLD;
+    int rc = weft_blocking_for(count_runs, P(1), &r, 0);
+    CHECK_PTR_EQ(r, OLD);
+    CHECK_EQ(atomic_load(&g_runs), 0);
+    return rc;
+}
+
+/* Item 3: a call with nothing to wait for completes, cancelled or not. */
+static int sleep_zero_cancelled(void)
+{
+    cancel_self();
+    return weft_sleep(0);
+}
+
+/* Item 4: the calling task's own handle after another's: nothing is
+ * consumed (after_pending takes the other). */
+static int await_all_own_handle(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    weft_task *ts[2] = {g_pending, weft_task_current()};
+    void *rs[2] = {OLD, OLD};
+    int rc = weft_await_all(ts, 2, rs);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    CHECK_PTR_EQ(rs[0], OLD);
+    if (!ts[0]) /* consumed after all: keep after_pending's handle valid */
+        CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    return rc;
+}
+
+static int await_all_none(void) { return weft_await_all(NULL, 0, NULL); }
+
+/* Item 4: all or nothing: the first task has ended, the second runs on;
+ * cancelled, the call consumes neither (after_both takes them). */
+static weft_task *g_ended;
+
+static int await_all_cancelled_after_one(void)
+{
+    CHECK_EQ(weft_spawn(&g_ended, g_pool, times3, P(5), NULL), 0);
+    while (weft__task_lifecycle(atomic_load(&g_ended->state)) !=
+           WEFT__T_COMPLETE) /* until it has ended (sched/task.h) */
+        CHECK_EQ(weft_yield(), 0);
+    weft_task *ts[2] = {g_ended, spawn_held()};
+    cancel_self();
+    int rc = weft_await_all(ts, 2, NULL);
+    CHECK_PTR_EQ(ts[0], g_ended);
+    CHECK_PTR_EQ(ts[1], g_pending);
+    if (!ts[0]) /* consumed after all: keep after_both's handle valid */
+        CHECK_EQ(weft_spawn(&g_ended, g_pool, times3, P(5), NULL), 0);
+    return rc;
+}
+
+static void after_both(void)
+{
+    void *r = OLD;
+    assert_int_equal(weft_sync_wait(g_ended, &r), 0);
+    assert_int_equal(I(r), 15);
+    after_release();
+}
+
+/* Item 10: every handle's wait within the timeout, or none consumed. */
+static int await_all_for_timeout(void)
+{
+    weft_task *ts[1] = {spawn_held()};
+    int rc = weft_await_all_for(ts, 1, NULL, MS(2));
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
+/* Item 5: the code of a try that would wait. */
+static int mutex_trylock_other(void)
+{
+    struct held_mutex h;
+    held_begin(&h);
+    int rc = weft_mutex_trylock(&h.m);
+    held_end(&h);
+    return rc;
+}
+
+/* Item 7: a lazy task that weft_sync_wait starts on no pool, then moves
+ * to a pool whose tasks get 8 MiB stacks, has that much stack there. */
+static void *stack_after_hop(void *arg)
+{
+    CHECK_EQ(weft_schedule(arg), 0);
+    struct weft_task *self = weft__task_current();
+    return P(weft__stack_usable(&self->co.stack) >= ((size_t)8 << 20));
+}
+
+static int schedule_big_stacks(void)
+{
+    weft_pool *p;
+    weft_pool_opts o = {.threads = 1, .stack_size = (size_t)8 << 20,
+                        .name = "big"};
+    CHECK_EQ(weft_pool_create(&p, &o), 0);
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, stack_after_hop, p, NULL), 0);
+    void *room = NULL;
+    CHECK_EQ(weft_sync_wait(t, &room), 0);
+    CHECK_EQ(weft_pool_destroy(p), 0);
+    return room ? 0 : 1;
+}
+
+/* Item 9: the pool's first wait on an fd makes its netpoller, which needs
+ * two fds: with none left (RLIMIT_NOFILE 1: fd 0 is open), -EMFILE.  In a
+ * task of a fresh pool (FRESH), whose netpoller does not exist yet.  (Not
+ * 0: poll(2) of one fd is then refused.) */
+static int with_no_fds(int (*call)(int fd, void *arg), int fd, void *arg)
+{
+    struct rlimit old, none;
+    CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    none = old;
+    none.rlim_cur = 1;
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &none), 0);
+    int rc = call(fd, arg);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    return rc;
+}
+
+static int wait_in(int fd, void *arg)
+{
+    (void)arg;
+    return weft_wait_fd_for(fd, WEFT_IN, NEVER);
+}
+
+static int read_one(int fd, void *arg)
+{
+    (void)arg;
+    char c;
+    return (int)weft_read(fd, &c, 1);
+}
+
+static int write_one(int fd, void *arg)
+{
+    (void)arg;
+    return (int)weft_write(fd, "x", 1);
+}
+
+static int connect_to(int fd, void *arg)
+{
+    struct sockaddr_in *a = arg;
+    return weft_connect(fd, (struct sockaddr *)a, sizeof *a);
+}
+
+static int on_socketpair_no_fds(int (*call)(int fd, void *arg), bool full)
+{
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    if (full)
+        fill(sv[0]);
+    int rc = with_no_fds(call, sv[0], NULL);
+    close(sv[0]);
+    close(sv[1]);
+    return rc;
+}
+
+static int wait_fd_no_fds(void) { return on_socketpair_no_fds(wait_in, false); }
+static int read_no_fds(void) { return on_socketpair_no_fds(read_one, false); }
+static int write_no_fds(void) { return on_socketpair_no_fds(write_one, true); }
+
+static int connect_no_fds_call(int fd, struct sockaddr_in *a)
+{
+    return with_no_fds(connect_to, fd, a);
+}
+
+static int connect_no_fds(void) { return connect_unanswered(connect_no_fds_call); }
+
+/* A one-worker pool for a row's destroy. */
+static weft_pool *other_pool(void)
+{
+    weft_pool *p = NULL;
+    weft_pool_opts o = {.threads = 1, .name = "other"};
+    CHECK_EQ(weft_pool_create(&p, &o), 0);
+    return p;
+}
+
+static atomic_int g_ran;
+
+static void *count_ran(void *arg)
+{
+    atomic_fetch_add(&g_ran, 1);
+    return arg;
+}
+
+static void *destroy_on_thread(void *arg)
+{
+    CHECK_EQ(weft_pool_destroy(arg), 0);
+    return NULL;
+}
+
+/* A destroy that did nothing left p as it was: it still runs a task, and
+ * a destroy from a plain thread (a cancelled task could not wait for it)
+ * drains and frees it. */
+static void still_runs_then_destroy(weft_pool *p)
+{
+    atomic_store(&g_ran, 0);
+    CHECK_EQ(weft_spawn(NULL, p, count_ran, NULL, NULL), 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, destroy_on_thread, p), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK_EQ(atomic_load(&g_ran), 1);
+}
+
+/* Item 10: a destroy that times out has begun (spawns from outside are
+ * refused) and goes on; a later destroy finishes it. */
+static int pool_destroy_for_timeout(void)
+{
+    weft_pool *p = other_pool();
+    weft_event release;
+    weft_event_init(&release);
+    CHECK_EQ(weft_spawn(NULL, p, wait_event, &release, NULL), 0);
+    int rc = weft_pool_destroy_for(p, MS(2));
+    CHECK_EQ(weft_spawn(NULL, p, noop, NULL, NULL), -ESHUTDOWN);
+    CHECK_EQ(weft_pool_destroy_for(p, 0), -ETIMEDOUT); /* still draining */
+    weft_event_set(&release);
+    CHECK_EQ(weft_pool_destroy(p), 0);
+    return rc;
+}
+
+/* A cancelled task's destroy of another pool does nothing: that pool
+ * still runs tasks, and is destroyed afterwards. */
+static int pool_destroy_cancelled(void)
+{
+    weft_pool *p = other_pool();
+    cancel_self();
+    int rc = weft_pool_destroy(p);
+    still_runs_then_destroy(p);
+    return rc;
+}
+
+/* Item 11: a task that destroys another pool is parked, not its worker:
+ * on this one-worker pool a ticker task keeps ticking meanwhile.  The pool
+ * destroyed drains only once a plain thread has seen ticks (or, if the
+ * worker were blocked, after 10 s: then the check fails). */
+struct destroy_parks {
+    weft_pool *other;
+    weft_event release;
+    atomic_int ticks, stop, seen;
+};
+
+static void *tick(void *arg)
+{
+    struct destroy_parks *d = arg;
+    while (!atomic_load(&d->stop)) {
+        CHECK_EQ(weft_sleep(MS(1)), 0);
+        atomic_fetch_add(&d->ticks, 1);
+    }
+    return NULL;
+}
+
+static void *release_on_ticks(void *arg)
+{
+    struct destroy_parks *d = arg;
+    uint64_t until = wt_now_ns() + MS(10000);
+    while (atomic_load(&d->ticks) < 5 && wt_now_ns() < until)
+        sched_yield();
+    atomic_store(&d->seen, atomic_load(&d->ticks));
+    weft_event_set(&d->release);
+    return NULL;
+}
+
+static int pool_destroy_parks(void)
+{
+    static struct destroy_parks d;
+    d.other = other_pool();
+    weft_event_init(&d.release);
+    atomic_store(&d.ticks, 0);
+    atomic_store(&d.stop, 0);
+    CHECK_EQ(weft_spawn(NULL, d.other, wait_event, &d.release, NULL), 0);
+    weft_task *ticker;
+    CHECK_EQ(weft_spawn(&ticker, weft_pool_current(), tick, &d, NULL), 0);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, release_on_ticks, &d), 0);
+    int rc = weft_pool_destroy(d.other);
+    atomic_store(&d.stop, 1);
+    CHECK_EQ(weft_await(ticker, NULL), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    CHECK(atomic_load(&d.seen) >= 5);
+    return rc;
+}
+
+/* Item 12: one meaning per code. */
+static int strerror_esrch(void)
+{
+    return strcmp(weft_strerror(-ESRCH),
+                  "no such thing: dead coroutine, or no trace");
+}
+
+/* The blocking threads' queue bound: with one thread, held by a gated
+ * call, a second call waits at most the bound and then fails; its fn
+ * never runs. */
+static atomic_int g_gate, g_gated_in;
+
+static void *gated_call(void *arg)
+{
+    atomic_store(&g_gated_in, 1);
+    while (!atomic_load(&g_gate))
+        sched_yield();
+    return arg;
+}
+
+static void *offload_gated_call(void *arg)
+{
+    return P(weft_blocking(gated_call, arg, NULL));
+}
+
+static int blocking_queue_bound(void)
+{
+    /* The holder's call waits as long as it takes for the one thread
+     * (which may still run an earlier row's call); then the bound is
+     * 2 ms, for the calls that queue from then on. */
+    weft_blocking_opts o = {.max_threads = 1, .queue_ns = UINT64_MAX};
+    CHECK_EQ(weft_blocking_configure(&o), 0);
+    atomic_store(&g_gate, 0);
+    atomic_store(&g_gated_in, 0);
+    atomic_store(&g_runs, 0);
+    weft_task *holder;
+    CHECK_EQ(weft_spawn(&holder, g_pool, offload_gated_call, NULL, NULL), 0);
+    /* Until the holder's call runs on the one thread (any other thread
+     * is beyond the bound now, and exits rather than take a call). */
+    uint64_t until = wt_now_ns() + MS(10000);
+    while (!atomic_load(&g_gated_in) && wt_now_ns() < until)
+        sched_yield();
+    CHECK(atomic_load(&g_gated_in));
+    o.queue_ns = MS(2);
+    CHECK_EQ(weft_blocking_configure(&o), 0);
+    void *r = OLD;
+    int rc = weft_blocking(count_runs, P(1), &r);
+    CHECK_PTR_EQ(r, OLD);
+    atomic_store(&g_gate, 1);
+    void *hr = OLD;
+    CHECK_EQ(weft_await(holder, &hr), 0);
+    CHECK_EQ(I(hr), 0);
+    CHECK_EQ(atomic_load(&g_runs), 0);
+    CHECK_EQ(weft_blocking_configure(NULL), 0);
+    return rc;
+}
+
+static int blocking_configure_max(void)
+{
+    weft_blocking_opts o = {.max_threads = WEFT_BLOCKING_THREADS_MAX + 1};
+    return weft_blocking_configure(&o);
+}
+
+static int blocking_configure_reserved(void)
+{
+    weft_blocking_opts o = {.reserved_ = {P(1)}};
+    return weft_blocking_configure(&o);
+}
+
+#ifdef WEFT_FAULT_INJECTION
+/* Item 8: no memory for a timed await's timer: the lazy task did not
+ * start.  Every allocation the call makes fails in turn, the first being
+ * the timer's (a fresh pool's first timer needs memory for its heap; the
+ * stack comes from this worker's cache, which an untimed await of a lazy
+ * task of the same size filled). */
+static atomic_int g_started;
+
+static void *mark_started(void *arg)
+{
+    atomic_store(&g_started, 1);
+    return arg;
+}
+
+static int await_for_lazy_timer_nomem(void)
+{
+    weft_task *warm;
+    CHECK_EQ(weft_task_create(&warm, mark_started, P(7), NULL), 0);
+    CHECK_EQ(weft_await(warm, NULL), 0);
+    int seen = 0;
+    for (unsigned long k = 1; k < 64; k++) {
+        weft_task *t;
+        CHECK_EQ(weft_task_create(&t, mark_started, P(7), NULL), 0);
+        atomic_store(&g_started, 0);
+        weft__fault_arm(k);
+        int rc = weft_await_for(t, NULL, NEVER);
+        weft__fault_arm(0);
+        if (rc == 0)
+            return seen;
+        CHECK_EQ(rc, -ENOMEM);
+        CHECK_EQ(atomic_load(&g_started), 0);
+        CHECK_EQ(weft_task_detach(t), 0); /* never started: freed */
+        seen = rc;
+    }
+    return 0;
+}
+
+/* Item 8: no memory for weft_blocking_for's timer: fn never runs.  With
+ * one blocking thread, a call made after the failed one runs after
+ * anything the failed one had queued, so once it is done, fn would have
+ * run. */
+static int blocking_for_timer_nomem(void)
+{
+    weft_blocking_opts o = {.max_threads = 1};
+    CHECK_EQ(weft_blocking_configure(&o), 0);
+    int seen = 0;
+    for (unsigned long k = 1; k < 64; k++) {
+        atomic_store(&g_runs, 0);
+        weft__fault_arm(k);
+        int rc = weft_blocking_for(count_runs, P(1), NULL, NEVER);
+        weft__fault_arm(0);
+        if (rc == 0)
+            break;
+        /* -EAGAIN: the thread the call needed could not be started. */
+        CHECK(rc == -ENOMEM || rc == -EAGAIN);
+        CHECK_EQ(weft_blocking(noop, NULL, NULL), 0);
+        CHECK_EQ(atomic_load(&g_runs), 0);
+        if (rc == -ENOMEM)
+            seen = rc;
+    }
+    CHECK_EQ(weft_blocking_configure(NULL), 0);
+    return seen;
+}
+
+/* Item 12: a blocking thread that cannot be started is -EAGAIN, as a
+ * pool's worker.  First the idle threads go (a tiny idle time). */
+static int blocking_no_thread(void)
+{
+    weft_blocking_opts o = {.idle_ns = 1};
+    CHECK_EQ(weft_blocking_configure(&o), 0);
+    uint64_t until = wt_now_ns() + MS(10000);
+    while (weft__blocking_threads() && wt_now_ns() < until)
+        sched_yield();
+    int rc = 0;
+    for (unsigned long k = 1; k < 16 && rc != -EAGAIN; k++) {
+        weft__fault_arm(k);
+        rc = weft_blocking(noop, NULL, NULL);
+        weft__fault_arm(0);
+    }
+    CHECK_EQ(weft_blocking_configure(NULL), 0);
+    return rc;
+}
+
+/* A task's destroy of another pool whose helper thread cannot start:
+ * nothing done, that pool runs on and is destroyed afterwards. */
+static int pool_destroy_no_helper(void)
+{
+    weft_pool *p = other_pool();
+    int rc = 0;
+    for (unsigned long k = 1; k < 16 && rc != -EAGAIN; k++) {
+        weft__fault_arm(k);
+        rc = weft_pool_destroy(p);
+        weft__fault_arm(0);
+        if (rc == 0)
+            return 0; /* destroyed: the row fails */
+    }
+    still_runs_then_destroy(p);
+    return rc;
+}
+
+/* Item 10: no memory for await_all_for's timer: nothing consumed. */
+static int await_all_for_nomem(void)
+{
+    weft_task *ts[1] = {spawn_held()};
+    int rc;
+    OUT_OF_MEMORY(rc = weft_await_all_for(ts, 1, NULL, NEVER));
+    CHECK_PTR_EQ(ts[0], g_pending);
+    weft_event_set(&g_release); /* this fresh pool goes with the row */
+    CHECK_EQ(weft_await(ts[0], NULL), 0);
+    return rc;
+}
+#define AWAIT_FOR_LAZY_TIMER_NOMEM await_for_lazy_timer_nomem
+#define BLOCKING_FOR_TIMER_NOMEM blocking_for_timer_nomem
+#define BLOCKING_NO_THREAD blocking_no_thread
+#define POOL_DESTROY_NO_HELPER pool_destroy_no_helper
+#else
+#define AWAIT_FOR_LAZY_TIMER_NOMEM NULL
+#define BLOCKING_FOR_TIMER_NOMEM NULL
+#define BLOCKING_NO_THREAD NULL
+#define POOL_DESTROY_NO_HELPER NULL
+#endif
+
+/* ------------------------------------------------------------------ */
 /* The table                                                            */
 
 enum where { PLAIN, CORO, TASK, LAZY, FRESH };
@@ -2199,6 +2775,8 @@ struct row {
     {#fn, input, want, NULL, where, call, after, false}
 #define VAL(fn, input, want, value, call) \
     {#fn, input, want, value, PLAIN, call, NULL, false}
+#define VAL_IN(fn, input, want, value, where, call) \
+    {#fn, input, want, value, where, call, NULL, false}
 #ifdef WEFT_FAULT_INJECTION
 #define NOMEM(fn, input, where, call) \
     {#fn, input, -ENOMEM, NULL, where, call, NULL, true}
@@ -2223,6 +2801,8 @@ static const struct row rows[] = {
     VAL(weft_strerror, "unknown code (4095)", 0, "\"unknown error\"",
         strerror_unknown),
     VAL(weft_strerror, "`INT_MIN`", 0, "\"unknown error\"", strerror_int_min),
+    VAL(weft_strerror, "`-ESRCH`, which means one thing", 0,
+        "\"no such thing: dead coroutine, or no trace\"", strerror_esrch),
 
     ROW(weft_coro_create, "`out` NULL", -EINVAL, PLAIN, coro_create_out_null),
     ROW(weft_coro_create, "`fn` NULL", -EINVAL, PLAIN, coro_create_fn_null),
@@ -2289,6 +2869,10 @@ static const struct row rows[] = {
     ROW(weft_pool_destroy, "its own pool, from one of its tasks", -EDEADLK, TASK, pool_destroy_own),
     ROW(weft_pool_destroy, "a pool another thread is destroying", -EBUSY,
         PLAIN, pool_destroy_twice),
+    ROW(weft_pool_destroy, "another pool, in a cancelled task (nothing done)", -ECANCELED, TASK, pool_destroy_cancelled),
+    {"weft_pool_destroy", "another pool, from a task whose helper thread cannot start (nothing done)", -EAGAIN, NULL, TASK, POOL_DESTROY_NO_HELPER, NULL, true},
+    VAL_IN(weft_pool_destroy, "another pool, from a task (it parks: its worker runs other tasks)", 0, "0", FRESH, pool_destroy_parks),
+    ROW(weft_pool_destroy_for, "its tasks run on past 2 ms (the destroy goes on)", -ETIMEDOUT, PLAIN, pool_destroy_for_timeout),
     VAL(weft_pool_threads, "NULL", 0, "0", pool_threads_null),
     VAL(weft_pool_current, "on a plain thread", 0, "NULL", pool_current_plain),
 
@@ -2320,6 +2904,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_await_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_for_timeout, after_release),
     ROW_AFTER(weft_await_for, "still running, timeout 0 (not consumed)", -ETIMEDOUT, TASK, await_for_zero, after_release),
     {"weft_await_for", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_FOR_LAZY_NOMEM, after_pending, true},
+    {"weft_await_for", "a lazy task, no memory for the timer (it did not start)", -ENOMEM, NULL, FRESH, AWAIT_FOR_LAZY_TIMER_NOMEM, NULL, true},
     ROW(weft_await_all, "`ts` NULL with `n` > 0", -EINVAL, TASK,
         await_all_ts_null),
     ROW_AFTER(weft_await_all, "a NULL handle among them (none consumed)",
@@ -2327,6 +2912,11 @@ static const struct row rows[] = {
     ROW_AFTER(weft_await_all, "on a plain thread (none consumed)", -EPERM,
               PLAIN, await_all_spawned, after_pending),
     ROW_AFTER(weft_await_all, "in a cancelled task (none consumed)", -ECANCELED, TASK, await_all_cancelled, after_release),
+    ROW_AFTER(weft_await_all, "the calling task's own handle after another (none consumed)", -EINVAL, TASK, await_all_own_handle, after_pending),
+    ROW(weft_await_all, "`n` 0, on a plain thread", -EPERM, PLAIN, await_all_none),
+    ROW_AFTER(weft_await_all, "in a cancelled task, the first ended, the second running (neither consumed)", -ECANCELED, TASK, await_all_cancelled_after_one, after_both),
+    ROW_AFTER(weft_await_all_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_all_for_timeout, after_release),
+    NOMEM(weft_await_all_for, "no memory for the timer (not consumed)", FRESH, await_all_for_nomem),
     {"weft_await_all", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_ALL_LAZY_NOMEM, after_pending, true},
     ROW(weft_task_cancel, "NULL", -EINVAL, PLAIN, task_cancel_null),
     ROW(weft_sync_wait, "NULL", -EINVAL, PLAIN, sync_wait_null),
@@ -2345,10 +2935,12 @@ static const struct row rows[] = {
     ROW(weft_schedule, "in a coroutine", -EPERM, CORO, schedule_pool),
     ROW(weft_schedule, "a pool another thread is destroying", -ESHUTDOWN,
         PLAIN, schedule_shutdown),
+    VAL(weft_schedule, "a lazy task started on no pool, onto a pool of 8 MiB stacks", 0, "0, with 8 MiB of stack there", schedule_big_stacks),
     ROW(weft_yield, "on a plain thread", -EPERM, PLAIN, yield_task),
     ROW(weft_yield, "in a coroutine", -EPERM, CORO, yield_task),
     ROW(weft_yield, "in a task on no pool", -EPERM, LAZY, yield_task),
     ROW(weft_sleep, "in a cancelled task", -ECANCELED, TASK, sleep_cancelled),
+    VAL_IN(weft_sleep, "0, in a cancelled task (nothing to wait for)", 0, "0", TASK, sleep_zero_cancelled),
     NOMEM(weft_sleep, "no memory for the timer", FRESH, sleep_nomem),
 
     VAL(weft_event_init, "NULL", 0, "nothing (ignored)", event_init_null),
@@ -2369,6 +2961,13 @@ static const struct row rows[] = {
     NOMEM(weft_blocking, "no memory for the request", TASK, blocking_nomem),
     ROW(weft_blocking_for, "`fn` NULL", -EINVAL, TASK, blocking_for_null),
     ROW(weft_blocking_for, "`fn` runs longer than the timeout", -ETIMEDOUT, TASK, blocking_for_timeout),
+    ROW(weft_blocking_for, "`fn` runs longer than the timeout, on a plain thread", -ETIMEDOUT, PLAIN, blocking_for_timeout),
+    ROW(weft_blocking_for, "timeout 0, on a plain thread (`fn` does not run)", -ETIMEDOUT, PLAIN, blocking_for_zero),
+    {"weft_blocking_for", "no memory for the timer (`fn` never runs)", -ENOMEM, NULL, FRESH, BLOCKING_FOR_TIMER_NOMEM, NULL, true},
+    ROW(weft_blocking, "every thread busy past the queue bound (`fn` never runs)", -EAGAIN, TASK, blocking_queue_bound),
+    {"weft_blocking", "no thread exists and none can be started", -EAGAIN, NULL, TASK, BLOCKING_NO_THREAD, NULL, true},
+    ROW(weft_blocking_configure, "`max_threads` over `WEFT_BLOCKING_THREADS_MAX` (nothing changed)", -EINVAL, PLAIN, blocking_configure_max),
+    ROW(weft_blocking_configure, "a reserved field set", -EINVAL, PLAIN, blocking_configure_reserved),
     NOMEM(weft_blocking_for, "no memory for the request", TASK, blocking_for_nomem),
 
     VAL(weft_mutex_init, "NULL", 0, "nothing (ignored)", mutex_init_null),
@@ -2383,8 +2982,10 @@ static const struct row rows[] = {
     ROW(weft_mutex_lock_for, "held by a thread, in a cancelled task", -ECANCELED, TASK, mutex_lock_for_cancelled),
     NOMEM(weft_mutex_lock_for, "held by a thread, no memory for the timer", FRESH, mutex_lock_for_nomem),
     ROW(weft_mutex_trylock, "NULL", -EINVAL, PLAIN, mutex_trylock_null),
-    ROW(weft_mutex_trylock, "held (by the caller)", -EBUSY, TASK,
+    ROW(weft_mutex_trylock, "held (by the caller)", -EAGAIN, TASK,
         mutex_trylock_held),
+    ROW(weft_mutex_trylock, "held by another thread", -EAGAIN, TASK,
+        mutex_trylock_other),
     ROW(weft_mutex_unlock, "NULL", -EINVAL, PLAIN, mutex_unlock_null),
     ROW(weft_mutex_unlock, "not held", -EPERM, TASK, mutex_unlock_free),
     VAL(weft_cond_init, "NULL", 0, "nothing (ignored)", cond_init_null),
@@ -2491,6 +3092,13 @@ static const struct row rows[] = {
     ROW(weft_write, "no room, in a cancelled task", -ECANCELED, TASK, write_cancelled),
     NOMEM(weft_write, "no memory for the pool's netpoller", FRESH, write_nomem),
     ROW(weft_write_for, "no room for 2 ms", -ETIMEDOUT, TASK, write_for_timeout),
+    VAL(weft_write_some, "4 MiB to a socket with room for less", 0, "0 < the count that went < `len`", write_some_part),
+    ROW(weft_write_some_for, "no room for 2 ms (nothing written)", -ETIMEDOUT, TASK, write_some_for_timeout),
+    ROW(weft_wait_fd, "no fd left for the pool's netpoller (`RLIMIT_NOFILE` 1)", -EMFILE, FRESH, wait_fd_no_fds),
+    ROW(weft_read, "no fd left for the pool's netpoller (`RLIMIT_NOFILE` 1)", -EMFILE, FRESH, read_no_fds),
+    ROW(weft_write, "no fd left for the pool's netpoller (`RLIMIT_NOFILE` 1)", -EMFILE, FRESH, write_no_fds),
+    ROW(weft_connect, "no fd left for the pool's netpoller (`RLIMIT_NOFILE` 1)", -EMFILE, FRESH, connect_no_fds),
+    VAL(weft_connect, "after a timed-out one, and once more: connected already", 0, "0", connect_after_timeout),
     ROW(weft_accept, "a blocking listener (borrowed)", -EINVAL, TASK, accept_blocking_borrowed),
     ROW(weft_accept, "no fd left for the connection (`RLIMIT_NOFILE`)", -EMFILE, TASK, accept_no_fds),
     ROW(weft_accept, "in a cancelled task, nobody connects", -ECANCELED, TASK, accept_cancelled),

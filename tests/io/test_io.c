@@ -298,6 +298,30 @@ static void *big_write(void *arg)
     return P(n);
 }
 
+/* The same stream through weft_write_some: each call writes what the
+ * socket takes (some bytes, never none) and says how much; the loop goes
+ * on from there.  A small send buffer makes it take many calls. */
+static void *big_write_some(void *arg)
+{
+    int fd = *(int *)arg;
+    unsigned char *b = malloc(BIG);
+    iot_fill(b, BIG, BIG_SEED, 0);
+    size_t off = 0, calls = 0;
+    while (off < BIG) {
+        ssize_t n = weft_write_some_for(fd, b + off, BIG - off, MS(60000));
+        if (n <= 0) {
+            CHECK_EQ(n, 1);
+            break;
+        }
+        CHECK((size_t)n <= BIG - off);
+        off += (size_t)n;
+        calls++;
+    }
+    free(b);
+    CHECK(calls > 1);
+    return P(off);
+}
+
 /* Reads in small pieces, letting others run between them. */
 static void *slow_read(void *arg)
 {
@@ -319,7 +343,7 @@ static void *slow_read(void *arg)
     return NULL;
 }
 
-static void test_big_write(void **state)
+static void big_write_with(void **state, weft_fn writer)
 {
     int sv[2];
     iot_pair(sv);
@@ -328,7 +352,7 @@ static void test_big_write(void **state)
         setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small), 0);
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     weft_task *w, *r;
-    assert_int_equal(weft_spawn(&w, p, big_write, &sv[0], NULL), 0);
+    assert_int_equal(weft_spawn(&w, p, writer, &sv[0], NULL), 0);
     /* The buffer is full and the writer parked for room. */
     iot_wait_parked(sv[0], 1);
     assert_int_equal(weft_spawn(&r, p, slow_read, &sv[1], NULL), 0);
@@ -337,6 +361,13 @@ static void test_big_write(void **state)
     wt_destroy(p);
     iot_close_pair(sv);
     WT_CLEAN();
+}
+
+static void test_big_write(void **state) { big_write_with(state, big_write); }
+
+static void test_big_write_some(void **state)
+{
+    big_write_with(state, big_write_some);
 }
 
 /* ------------------------------------------------------------------ */
@@ -674,6 +705,7 @@ int main(void)
         WT_TEST(test_tcp_echo),
         WT_TEST1(test_tcp_echo_threads),
         WT_TEST(test_big_write),
+        WT_TEST(test_big_write_some),
         WT_TEST(test_close_wakes),
         WT_TEST(test_destroy_waits),
         WT_TEST(test_many_waiters),
