@@ -26,7 +26,7 @@ command -v valgrind >/dev/null 2>&1 || {
 # slowness it sees a task that spawns or computes for long as stuck and
 # sends spares to run the loop's tasks: neither is the per-operation
 # count of the hot paths this is for.  The monitor's own cost is measured
-# apart (docs/performance.md, "Stuck workers").
+# apart (docs/performance.md, "Responsive under load").
 ir() {
     WEFT_NO_MONITOR=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
         "$build/bench/weft-bench" --child "$workload" "$1" "$threads" 2>&1 |
