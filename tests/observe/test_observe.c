@@ -694,10 +694,18 @@ static void *spinner(void *arg)
  * the runtime. */
 static bool top_frame_in_tsan(const char *blk)
 {
+    /* The dump's "#0  frame (module)" line, or the stall warning's
+     * "computing: frame < frame...". */
     const char *top = strstr(blk, "#0  ");
+    const char *end = top ? strchr(top, '\n') : NULL;
+    if (!top) {
+        top = strstr(blk, "computing: ");
+        end = top ? strchr(top, '<') : NULL;
+    }
     if (!top)
         return false;
-    const char *end = strchr(top, '\n');
+    if (!end)
+        end = strchr(top, '\n');
     size_t len = end ? (size_t)(end - top) : strlen(top);
     char line[512];
     snprintf(line, sizeof line, "%.*s", (int)len, top);
