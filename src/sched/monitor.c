@@ -50,7 +50,8 @@
  * comes first.  When it sees every worker asleep it sleeps until the
  * first worker wakes (weft__pool_monitor_may_sleep: the two meet under
  * idle_lock, pool.c, park_worker; the argument is in pool.c, "Spares",
- * and verify/pool.pml checks it), so an idle pool costs it nothing.
+ * and verify/pool.pml checks it), so an idle pool costs it nothing; its
+ * first look after that comes a period later (monitor_main).
  *
  * The monitor's own state (the samples) is its alone; what it shares is
  * atomics: w->stuck, a spare's covers/active/retire, and the counters.
@@ -509,8 +510,17 @@ static void *monitor_main(void *arg)
         /* Nothing ran at two looks in a row: sleep until a worker wakes,
          * if they all sleep now. */
         if (++still >= 2 && weft__pool_monitor_may_sleep(p)) {
-            still = 0;
             weft__parker_park(&m->parker, 0, 0);
+            /* Woken by a worker that left the idle list: nothing it runs
+             * can be stuck before a period has passed, so the first look
+             * waits that long, and if it finds nothing running the
+             * monitor sleeps again at once.  A pool woken now and then
+             * for a short task (a server's back-off timer, a ticker) so
+             * costs the monitor one wake-up besides the worker's unpark,
+             * not three. */
+            weft__parker_park(&m->parker, weft__now_ns() + MONITOR_PERIOD_NS,
+                              0);
+            still = 1;
         } else {
             weft__parker_park(&m->parker, weft__now_ns() + MONITOR_PERIOD_NS,
                               0);
