@@ -177,8 +177,11 @@ static unsigned scan_frames(const uintptr_t *copy, uintptr_t sp, size_t len,
 {
     size_t words = len / sizeof(uintptr_t);
 #define WORD_AT(a) copy[((a) - sp) / sizeof(uintptr_t)]
+/* Written so that no sum can wrap: a word read from the stack may be
+ * anything, up to UINTPTR_MAX (UBSan saw fp + 16 wrap past the copy). */
 #define IN_COPY(a)                                                          \
-    ((a) >= sp && (a) + 2 * sizeof(uintptr_t) <= sp + len &&                \
+    ((a) >= sp && len >= 2 * sizeof(uintptr_t) &&                           \
+     (a) - sp <= len - 2 * sizeof(uintptr_t) &&                             \
      ((a) & (sizeof(uintptr_t) - 1)) == 0)
     for (size_t i = 0; i + 1 < words; i++) {
         uintptr_t a = sp + i * sizeof(uintptr_t);
