@@ -5,9 +5,9 @@ when clients misbehave at the socket level.
 1. Out of descriptors: the server runs under `ulimit -n 256` (soft and
    hard) and 400 clients connect.  Once it has hit the limit (its fd count
    at the ceiling, and the accept failing with EMFILE): a connection opened
-   before still gets answers; the server uses under 20% of a CPU over one
-   second (accept backs off instead of spinning; 50%, 60% under
-   qemu-user, for now: below); after 200 clients hang
+   before still gets answers; the server uses under 50% of a CPU over one
+   second, 60% under qemu-user (accept backs off instead of spinning; the
+   bound was 20%: below); after 200 clients hang
    up, the ones left waiting in the backlog are served within 5 s.
 2. Clients that reset mid-request (RST), vanish mid-request (FIN with a
    partial request), half-close after a full request (the response must
