@@ -813,6 +813,16 @@ static void give_back_memory(struct weft__worker *w)
     weft__records_trim(half / sizeof(struct weft_task));
 }
 
+/* A worker that ran tasks since it last parked owes a trim TRIM_AFTER_NS
+ * from now; one that owes it already keeps its deadline (see above). */
+static void owe_trim(struct weft__worker *w)
+{
+    if (w->dirty) {
+        w->dirty = false;
+        w->trim_at = weft__now_ns() + TRIM_AFTER_NS;
+    }
+}
+
 /* For the observers: the sleep of park_worker, its time and its trace.
  * A system call follows or came before: two clock reads are nothing. */
 static void sleep_begins(struct weft__worker *w)
@@ -874,10 +884,7 @@ static bool park_worker(struct weft__worker *w)
          * a while ("Memory" above): counted from the first park after
          * them, so that wakes that find nothing (a periodic check, a
          * timer of another worker) do not put it off for ever. */
-        if (w->dirty) {
-            w->dirty = false;
-            w->trim_at = weft__now_ns() + TRIM_AFTER_NS;
-        }
+        owe_trim(w);
         if (w->trim_at && w->trim_at < next)
             next = w->trim_at;
         sleep_begins(w);
@@ -1268,12 +1275,8 @@ static void spare_leave(struct weft__worker *w)
 static bool spare_wait(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
-    uint64_t now = weft__now_ns();
-    uint64_t until = now + spare_keep_alive_ns();
-    if (w->dirty) {
-        w->dirty = false;
-        w->trim_at = now + TRIM_AFTER_NS;
-    }
+    uint64_t until = weft__now_ns() + spare_keep_alive_ns();
+    owe_trim(w);
     for (;;) {
         if (atomic_load_explicit(&p->stop, memory_order_acquire))
             return false;
