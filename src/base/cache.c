@@ -4,6 +4,7 @@
 #include "base/cache.h"
 
 #include "base/alloc.h"
+#include "base/direct.h"
 
 /* Thread exit: the list goes back to the depot. */
 static void spill(struct weft__cache *c, struct weft__cache_local *l,
@@ -30,7 +31,7 @@ static bool local_register(struct weft__cache *c, struct weft__cache_local *l,
         l->max = max;
         return true;
     }
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     if (!c->key_made)
         c->key_made = weft__pthread_key_create(&c->key, local_exit) == 0;
     bool made = c->key_made;
@@ -53,7 +54,7 @@ bool weft__cache_local_keep(struct weft__cache *c, struct weft__cache_local *l,
 static void spill(struct weft__cache *c, struct weft__cache_local *l, unsigned n)
 {
     struct weft__cache_node *excess = NULL;
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     while (n-- > 0 && l->head) {
         struct weft__cache_node *o = l->head;
         l->head = o->next;
@@ -109,7 +110,7 @@ struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
         local_register(c, l, c->local_max);
     struct weft__cache_node *got = NULL;
     unsigned want = !l->max ? 1 : l->max < c->batch ? l->max : c->batch;
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     struct weft__cache_node **link = &c->depot;
     while (*link && want) {
         struct weft__cache_node *n = *link;
@@ -134,7 +135,7 @@ struct weft__cache_node *weft__cache_get_slow(struct weft__cache *c,
 
 bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l)
 {
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     struct weft__cache_node *n = c->depot;
     c->depot = NULL;
     c->ndepot = 0;
@@ -155,7 +156,7 @@ bool weft__cache_drain(struct weft__cache *c, struct weft__cache_local *l)
 
 size_t weft__cache_depot_count(struct weft__cache *c)
 {
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     size_t n = c->ndepot;
     pthread_mutex_unlock(&c->lock);
     return n;
@@ -169,7 +170,7 @@ void weft__cache_spill_all(struct weft__cache *c, struct weft__cache_local *l)
 struct weft__cache_node *weft__cache_take_depot(struct weft__cache *c,
                                                 size_t *n)
 {
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     struct weft__cache_node *list = c->depot;
     *n = c->ndepot;
     c->depot = NULL;
@@ -186,7 +187,7 @@ void weft__cache_return_depot(struct weft__cache *c,
     struct weft__cache_node *last = list;
     while (last->next)
         last = last->next;
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     last->next = c->depot;
     c->depot = list;
     c->ndepot += n;
@@ -196,7 +197,7 @@ void weft__cache_return_depot(struct weft__cache *c,
 size_t weft__cache_depot_keys(struct weft__cache *c, size_t *n)
 {
     size_t sum = 0;
-    pthread_mutex_lock(&c->lock);
+    weft__lock(&c->lock);
     *n = c->ndepot;
     for (const struct weft__cache_node *o = c->depot; o; o = o->next)
         sum += o->key;

@@ -9,6 +9,7 @@
  * test can report which ones it reached.
  */
 #include "base/alloc.h"
+#include "base/direct.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static unsigned nsites;
 static void note_site(const char *file, int line, const char *func,
                       const char *what)
 {
-    pthread_mutex_lock(&sites_lock);
+    weft__lock(&sites_lock);
     unsigned i = 0;
     while (i < nsites && !(sites[i].line == line &&
                            strcmp(sites[i].file, file) == 0))
@@ -97,7 +98,7 @@ bool weft__fault_fired(void)
 unsigned long weft__fault_calls_of(const char *what)
 {
     unsigned long n = 0;
-    pthread_mutex_lock(&sites_lock);
+    weft__lock(&sites_lock);
     for (unsigned i = 0; i < nsites; i++)
         if (strcmp(sites[i].what, what) == 0)
             n += sites[i].calls;
@@ -107,7 +108,7 @@ unsigned long weft__fault_calls_of(const char *what)
 
 void weft__fault_print_sites(FILE *to)
 {
-    pthread_mutex_lock(&sites_lock);
+    weft__lock(&sites_lock);
     for (unsigned i = 0; i < nsites; i++) {
         /* Paths are relative to the build folder: keep what follows src/. */
         const char *f = strstr(sites[i].file, "src/");

@@ -7,6 +7,7 @@
  */
 #include "ctx/overflow.h"
 
+#include "base/direct.h"
 #include "ctx/coro.h"
 
 #include <errno.h>
@@ -186,7 +187,7 @@ static void give_altstack(void)
 
 void weft__overflow_thread_init(void)
 {
-    pthread_mutex_lock(&lock);
+    weft__lock(&lock);
     if (state == UNDECIDED)
         state = install() ? ON : OFF;
     bool on = state == ON;
@@ -197,7 +198,7 @@ void weft__overflow_thread_init(void)
 
 void weft__overflow_disable(void)
 {
-    pthread_mutex_lock(&lock);
+    weft__lock(&lock);
     if (state == ON) {
         /* Put the previous disposition back only where ours is still in
          * place: the application may have installed its own since. */

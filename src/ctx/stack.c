@@ -6,6 +6,7 @@
 #include <weft/coro.h>
 
 #include "base/alloc.h"
+#include "base/direct.h"
 #include "ctx/sanitizer.h"
 
 #include <errno.h>
@@ -268,7 +269,7 @@ void weft__stacks_spill(void)
 size_t weft__stacks_trim(size_t keep)
 {
     static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&trim_lock);
+    weft__lock(&trim_lock);
     size_t n, given = 0, page = page_size();
     struct weft__cache_node *list =
         weft__cache_take_depot(&weft__stack_cache, &n);

@@ -52,6 +52,7 @@
 #include <weft/blocking.h>
 
 #include "base/alloc.h"
+#include "base/direct.h"
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "io/blocking_threads.h"
@@ -249,7 +250,7 @@ static void *thread_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "weft-blocking");
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     for (;;) {
         if (over_bound())
             break; /* the bound was lowered: one thread too many */
@@ -259,7 +260,7 @@ static void *thread_main(void *arg)
             r->state = RUNNING;
             pthread_mutex_unlock(&g.lock);
             void *result = r->fn(r->arg);
-            pthread_mutex_lock(&g.lock);
+            weft__lock(&g.lock);
             finish(r, result);
             continue;
         }
@@ -317,7 +318,7 @@ static void *watchdog_main(void *arg)
 {
     (void)arg;
     pthread_setname_np(pthread_self(), "weft-block-wait");
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     for (;;) {
         uint64_t next = reject_expired();
         if (next != UINT64_MAX) {
@@ -379,7 +380,7 @@ static int submit(struct request *r)
  * threads waiting for one. */
 static void observe(uint64_t *busy, uint64_t *idle)
 {
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     *busy = g.threads - g.waiting;
     *idle = g.waiting;
     pthread_mutex_unlock(&g.lock);
@@ -387,7 +388,7 @@ static void observe(uint64_t *busy, uint64_t *idle)
 
 unsigned weft__blocking_threads(void)
 {
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     unsigned n = g.threads;
     pthread_mutex_unlock(&g.lock);
     return n;
@@ -411,7 +412,7 @@ static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
     int rc = r ? weft__wait_arm_first(&w) : -ENOMEM;
     if (!rc) {
         *r = (struct request){.fn = fn, .arg = arg, .waiter = &w};
-        pthread_mutex_lock(&g.lock);
+        weft__lock(&g.lock);
         rc = submit(r);
         pthread_mutex_unlock(&g.lock);
     }
@@ -422,7 +423,7 @@ static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
     }
 
     uint32_t outcome = weft__wait_block(&w);
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     r->waiter = NULL;
     switch (r->state) {
     case DONE: /* woken, or fn ended before the timeout or cancel was seen */
@@ -457,7 +458,7 @@ WEFT_EXPORT int weft_blocking_configure(const weft_blocking_opts *opts)
         !weft__reserved_zero(o.reserved_, 4))
         return -EINVAL;
     pthread_once(&g.once, setup);
-    pthread_mutex_lock(&g.lock);
+    weft__lock(&g.lock);
     g.max = o.max_threads ? o.max_threads : WEFT_BLOCKING_THREADS_DEFAULT;
     g.idle_ns = o.idle_ns ? o.idle_ns : WEFT_BLOCKING_IDLE_DEFAULT_NS;
     g.queue_ns = o.queue_ns ? o.queue_ns : WEFT_BLOCKING_QUEUE_DEFAULT_NS;

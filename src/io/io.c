@@ -23,6 +23,7 @@
 #include <weft/io.h>
 
 #include "base/clock.h"
+#include "base/direct.h"
 #include "base/compiler.h"
 #include "io/netpoll.h"
 #include "sched/task.h"
@@ -284,8 +285,10 @@ static ssize_t try_read(int fd, void *arg)
 {
     struct read_arg *a = arg;
     for (;;) {
+        weft__direct_begin();
         ssize_t n = a->mode == AS_FILE ? read(fd, a->buf, a->len)
                                        : recv(fd, a->buf, a->len, MSG_DONTWAIT);
+        weft__direct_end();
         if (n >= 0)
             return n;
         if (errno == EINTR)
@@ -394,8 +397,10 @@ static ssize_t try_write(int fd, void *arg)
     while (a->done < a->len) {
         const char *p = a->buf + a->done;
         size_t n = a->len - a->done;
+        weft__direct_begin();
         ssize_t w = a->mode == AS_FILE ? write(fd, p, n)
                                        : send(fd, p, n, MSG_DONTWAIT);
+        weft__direct_end();
         if (w >= 0) {
             a->done += (size_t)w;
             if (a->some)
@@ -469,7 +474,9 @@ static ssize_t try_accept(int lfd, void *arg)
 {
     struct accept_arg *a = arg;
     for (;;) {
+        weft__direct_begin();
         int fd = accept4(lfd, a->addr, a->len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        weft__direct_end();
         if (fd >= 0)
             return fd;
         /* A connection reset before we took it: take the next one. */
@@ -540,7 +547,10 @@ static ssize_t try_connect(int fd, void *arg)
         /* EISCONN: connected, by a handshake an earlier call started and
          * left running (its timeout or a cancel ended it: weft/io.h), as
          * Go's connect takes it. */
-        if (connect(fd, a->addr, a->len) == 0 || errno == EISCONN)
+        weft__direct_begin();
+        int r = connect(fd, a->addr, a->len);
+        weft__direct_end();
+        if (r == 0 || errno == EISCONN)
             return 0;
         if (errno != EINPROGRESS && errno != EINTR && errno != EALREADY)
             return -errno;

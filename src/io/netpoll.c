@@ -58,6 +58,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/direct.h"
 #include "base/storeload.h"
 #include "sched/worker.h"
 
@@ -175,7 +176,9 @@ static void np_wake(struct weft__poller *p)
 {
     uint64_t one = 1;
     /* Cannot fail short of a counter near 2^64. */
+    weft__direct_begin();
     ssize_t r = write(np_of(p)->evfd, &one, sizeof one);
+    weft__direct_end();
     (void)r;
 }
 

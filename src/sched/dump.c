@@ -45,6 +45,7 @@
 #include <weft/inspect.h>
 
 #include "base/alloc.h"
+#include "base/direct.h"
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/symbols.h"
@@ -490,7 +491,7 @@ WEFT_EXPORT int weft_dump_all(FILE *out)
         return -EINVAL;
     struct dump d;
     dump_begin(&d, out);
-    pthread_mutex_lock(&pools_lock);
+    weft__lock(&pools_lock);
     for (weft_pool *p = pools; p; p = p->observe_next)
         dump_pool(&d, p);
     pthread_mutex_unlock(&pools_lock);
@@ -508,7 +509,7 @@ static void from_environment(void);
 void weft__observe_pool_made(weft_pool *pool)
 {
     pthread_once(&env_once, from_environment);
-    pthread_mutex_lock(&pools_lock);
+    weft__lock(&pools_lock);
     pool->observe_next = pools;
     pools = pool;
     pthread_mutex_unlock(&pools_lock);
@@ -516,7 +517,7 @@ void weft__observe_pool_made(weft_pool *pool)
 
 void weft__observe_pool_gone(weft_pool *pool)
 {
-    pthread_mutex_lock(&pools_lock);
+    weft__lock(&pools_lock);
     weft_pool **link = &pools;
     while (*link && *link != pool)
         link = &(*link)->observe_next;
@@ -566,7 +567,7 @@ WEFT_EXPORT int weft_dump_on_signal(int signo)
 {
     if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP)
         return -EINVAL;
-    pthread_mutex_lock(&signal_lock);
+    weft__lock(&signal_lock);
     int rc = 0;
     if (signal_chosen) {
         rc = signal_chosen == signo ? 0 : -EBUSY;

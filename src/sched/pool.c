@@ -458,6 +458,72 @@ void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
     }
 }
 
+/*
+ * Pinned tasks.  A task that parks inside a call of the interposition
+ * library must continue on the thread it parked on (docs/design.md,
+ * "Foreign blocking calls"), so its wake queues it on that worker's own
+ * pinned queue, which only that worker takes from, at the top of every
+ * pass of its loop, before anything else.  No lost wakeup, by the idle
+ * lock: the waker's enqueue comes before its critical section, where it
+ * reads whether w is on the idle list (and how it sleeps); w joins the list
+ * in its own critical section and only then looks at its pinned queue
+ * (park_worker).  If the waker's section comes first, w's look follows
+ * it and sees the task; if w's comes first, the waker sees w idle and
+ * wakes it (the parker and the poller's eventfd keep a wake that comes
+ * before the sleep).  A waker outside the pool counts itself in
+ * outside_submitters, as submit_outside does: the task may run and end,
+ * and the pool be destroyed, before its wake is done.
+ */
+static bool pinned_waiting(struct weft__worker *w)
+{
+    /* Relaxed, as inject_empty: a stale "empty" is corrected by the
+     * idle lock's order before w sleeps (above). */
+    return __atomic_load_n(&w->pinned_tail.p, __ATOMIC_RELAXED) !=
+           &w->pinned_head.node;
+}
+
+static struct weft_task *take_pinned(struct weft__worker *w)
+{
+    while (pinned_waiting(w)) {
+        /* Single consumer: liburcu's dequeue needs no lock then. */
+        struct cds_wfcq_node *node =
+            __cds_wfcq_dequeue_blocking(&w->pinned_head, &w->pinned_tail);
+        if (!node)
+            return NULL;
+        struct weft_task *t = caa_container_of(node, struct weft_task, qnode);
+        if (weft__task_claim_queued(t))
+            return t;
+    }
+    return NULL;
+}
+
+void weft__pool_submit_pinned(struct weft__worker *w, struct weft_task *t)
+{
+    weft_pool *p = w->pool;
+    struct weft__worker *self = weft__worker_current();
+    bool outside = !self || self->pool != p;
+    if (outside)
+        atomic_fetch_add_explicit(&p->outside_submitters, 1,
+                                  memory_order_seq_cst);
+    cds_wfcq_node_init(&t->qnode);
+    cds_wfcq_enqueue(&w->pinned_head, &w->pinned_tail, &t->qnode);
+    if (self != w) {
+        weft__spin_lock(&p->idle_lock);
+        bool idle = w->idle;
+        bool in_poll = w->in_poll;
+        weft__spin_unlock(&p->idle_lock);
+        if (idle) {
+            if (in_poll)
+                weft__pool_poller(p)->ops->wake(weft__pool_poller(p));
+            else
+                weft__parker_unpark(&w->parker);
+        }
+    }
+    if (outside)
+        atomic_fetch_sub_explicit(&p->outside_submitters, 1,
+                                  memory_order_release);
+}
+
 void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
 {
     struct weft__worker *w = weft__worker_current();
@@ -876,7 +942,7 @@ static bool park_worker(struct weft__worker *w)
     /* A spare asked to stop covering does not sleep: read after joining
      * the idle list under idle_lock, where the request looks for it
      * (weft__pool_spare_recall), so one of the two sees the other. */
-    bool sleep = !any_work(p) &&
+    bool sleep = !any_work(p) && !pinned_waiting(w) &&
                  !atomic_load_explicit(&w->retire, memory_order_acquire);
     if (sleep) {
         uint64_t next = timers_earliest(p);
@@ -969,7 +1035,7 @@ static bool search_spin(struct weft__worker *w, uint64_t *spin_end)
     struct weft__timed_spin spin;
     weft__timed_spin_start(&spin, *spin_end);
     while (weft__timed_spin_more(&spin)) {
-        if (looks_queued(p))
+        if (looks_queued(p) || pinned_waiting(w))
             return true;
         if (spin.round % WEFT__TIMED_SPIN_CLOCK_EVERY == 0) {
             if (atomic_load_explicit(&p->stop, memory_order_relaxed) ||
@@ -999,6 +1065,10 @@ find_work(struct weft__worker *w)
     uint64_t spin_end = 0; /* search_spin's budget, from its first round */
     for (;;) {
         struct weft_task *t = NULL;
+        if (unlikely(pinned_waiting(w)) && (t = take_pinned(w))) {
+            found_work(w);
+            return t;
+        }
         if (weft__pool_service_due(w))
             service(w);
         if (unlikely(atomic_load_explicit(&w->retire, memory_order_acquire))) {
@@ -1326,6 +1396,7 @@ static struct weft__worker *slot_new(weft_pool *p, unsigned index)
     memset(w, 0, sizeof *w);
     atomic_init(&w->lifo, NULL);
     weft__runq_init(&w->q);
+    __cds_wfcq_init(&w->pinned_head, &w->pinned_tail);
     weft__parker_init(&w->parker);
     weft__timers_init(&w->timers);
     w->home = &w->timers;

@@ -88,6 +88,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->link = NULL;
     t->spawned_on = NULL;
     t->inlined = NULL;
+    t->pin = NULL;
     atomic_init(&t->cancelled, 0);
     /* wait_lock is not set here: it was when its chunk was made
      * (records.c), and a free record's is free, but for an observer that

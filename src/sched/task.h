@@ -99,6 +99,15 @@ struct weft_task {
     /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
      * beside the flags, where it costs the record nothing. */
     uint32_t stack_size;
+    /* The worker whose thread it must continue on, or NULL: set by the
+     * task itself around a park inside a call of the interposition
+     * library (sched/hook.c), whose caller may keep a thread-local's
+     * address across that call (errno).  A wake queues a pinned task on
+     * that worker alone (weft__pool_submit_pinned).  Only the running
+     * task writes it; a waker reads it before its wake's CAS, as it reads
+     * the home, and the wait record that the waker took from the task
+     * carries the happens-before (wait.c). */
+    struct weft__worker *pin;
     /* For the observers (sched/observe.h), who read them racily: the
      * worker that ran it last (set by the scheduler loop that found it,
      * and by a continuation's switch; stale for a task run elsewhere

@@ -179,6 +179,7 @@ static bool at_home(const struct weft__sched_thread *st,
 {
     if (st->worker)
         return a->pool == st->worker->pool &&
+               (!a->pin || a->pin == st->worker) &&
                !weft__pool_service_due(st->worker);
     return st->driver && a->driver == st->driver && !a->pool;
 }

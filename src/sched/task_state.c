@@ -113,9 +113,12 @@ void weft__task_unref(struct weft_task *t, uint64_t n)
  * changes its home, so the value read before is still right.
  */
 static void enqueue_home(struct weft_task *t, weft_pool *pool,
-                         struct weft__driver *driver, bool fifo)
+                         struct weft__driver *driver,
+                         struct weft__worker *pin, bool fifo)
 {
-    if (!pool)
+    if (unlikely(pin))
+        weft__pool_submit_pinned(pin, t);
+    else if (!pool)
         weft__driver_submit(driver, t);
     else if (fifo)
         weft__pool_submit_fifo(pool, t);
@@ -129,10 +132,11 @@ static void enqueue_home(struct weft_task *t, weft_pool *pool,
 static __attribute__((noinline)) void wake_traced(struct weft_task *t,
                                                   weft_pool *pool,
                                                   struct weft__driver *driver,
+                                                  struct weft__worker *pin,
                                                   bool fifo)
 {
     weft__trace_wake(t);
-    enqueue_home(t, pool, driver, fifo);
+    enqueue_home(t, pool, driver, pin, fifo);
 }
 
 static void wake(struct weft_task *t, bool fifo)
@@ -143,15 +147,16 @@ static void wake(struct weft_task *t, bool fifo)
         case WEFT__T_IDLE: {
             weft_pool *pool = t->pool;
             struct weft__driver *driver = t->driver;
+            struct weft__worker *pin = t->pin;
             if (atomic_compare_exchange_weak_explicit(
                     &t->state, &s,
                     with_lifecycle(s, WEFT__T_SCHEDULED) + WEFT__T_REF,
                     memory_order_acq_rel, memory_order_relaxed)) {
                 if (weft__trace_on()) {
-                    wake_traced(t, pool, driver, fifo);
+                    wake_traced(t, pool, driver, pin, fifo);
                     return;
                 }
-                enqueue_home(t, pool, driver, fifo);
+                enqueue_home(t, pool, driver, pin, fifo);
                 return;
             }
             break;
@@ -190,8 +195,9 @@ struct weft_task *weft__task_park(struct weft_task *t)
             /* A wake came while it was running: keep it, as a requeue. */
             weft_pool *pool = t->pool;
             struct weft__driver *driver = t->driver;
+            struct weft__worker *pin = t->pin;
             weft__task_make_scheduled(t);
-            enqueue_home(t, pool, driver, false);
+            enqueue_home(t, pool, driver, pin, false);
             return NULL;
         }
         /* Release: a thread that claims it (acquire) sees its context. */

@@ -38,6 +38,12 @@ struct weft__worker {
      * tasks): they run after the deque and the global queue, in the order
      * they yielded.  Each holds a queue entry's reference. */
     struct weft__yielded yielded;
+    /* Woken tasks pinned to this worker's thread (weft_task.pin): any
+     * thread enqueues (wait-free), only this worker dequeues, nobody
+     * steals (pool.c, "Pinned tasks").  Each holds a queue entry's
+     * reference. */
+    struct __cds_wfcq_head pinned_head;
+    struct cds_wfcq_tail pinned_tail;
     /* Its thread's ctx block (ctx/coro.h), set when the thread starts:
      * what it runs now (`current`) and its count of scheduling points
      * (`switches`, bumped at every switch to a task, inline run and
@@ -241,6 +247,11 @@ void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
  * or when w's FIFO is empty (*alone is then set: nothing else waits here,
  * the yield can return at once). */
 struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
+
+/* Queue t (SCHEDULED, holding its queue reference), pinned to worker w,
+ * on w's own queue of pinned tasks, and wake w if it sleeps: from any
+ * thread. */
+void weft__pool_submit_pinned(struct weft__worker *w, struct weft_task *t);
 
 /* Something changed that a sleeping worker must see (an earlier timer, an
  * fd the poller should watch): make sure some worker is awake to notice

@@ -1,0 +1,7 @@
+/*
+ * base/direct.c — the counter of base/direct.h.
+ */
+#include "base/direct.h"
+
+__thread unsigned weft__direct_calls
+    __attribute__((tls_model("initial-exec")));

@@ -1,0 +1,390 @@
+/*
+ * hook/io.c — read, write and the socket family: recv, recvfrom,
+ * recvmsg, send, sendto, sendmsg, readv, writev, and glibc's checked
+ * variants of the reads (_FORTIFY_SOURCE turns a read into __read_chk).
+ *
+ * On a socket each is a loop of MSG_DONTWAIT tries and parks
+ * (hook/wait.h), which leaves the socket's own flags alone.  Blocking
+ * semantics are kept where MSG_DONTWAIT would change them: a blocking
+ * send returns only once everything is queued (or at its timeout, a
+ * cancel or an error, with the count sent so far if any), so the hooked
+ * one loops over partial sends; recv with MSG_WAITALL likewise.  read,
+ * write, readv and writev on a socket are recv, send, recvmsg and sendmsg
+ * without flags; on anything else (hook/fdkind.h) they are libc's.
+ */
+#include "hook/fdkind.h"
+#include "hook/real.h"
+#include "hook/wait.h"
+
+#include <weft/io.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+void __chk_fail(void) __attribute__((noreturn));
+
+/* One socket operation, tried without blocking (MSG_DONTWAIT in flags)
+ * or, as the fallback, with the caller's own flags. */
+struct sock_op {
+    int kind;                    /* OP_RECV... */
+    void *buf;
+    size_t len;
+    int flags;
+    struct sockaddr *from;       /* recvfrom */
+    socklen_t *fromlen;
+    const struct sockaddr *to;   /* sendto */
+    socklen_t tolen;
+    struct msghdr *msg;          /* recvmsg, sendmsg */
+};
+
+enum { OP_RECV, OP_RECVFROM, OP_RECVMSG, OP_SEND, OP_SENDTO, OP_SENDMSG };
+
+static ssize_t op_call(int fd, const struct sock_op *op, int flags)
+{
+    switch (op->kind) {
+    case OP_RECV:
+        return REAL(recv)(fd, op->buf, op->len, flags);
+    case OP_RECVFROM:
+        return REAL(recvfrom)(fd, op->buf, op->len, flags, op->from,
+                              op->fromlen);
+    case OP_RECVMSG:
+        return REAL(recvmsg)(fd, op->msg, flags);
+    case OP_SEND:
+        return REAL(send)(fd, op->buf, op->len, flags);
+    case OP_SENDTO:
+        return REAL(sendto)(fd, op->buf, op->len, flags, op->to, op->tolen);
+    default:
+        return REAL(sendmsg)(fd, op->msg, flags);
+    }
+}
+
+static bool op_sends(const struct sock_op *op)
+{
+    return op->kind >= OP_SEND;
+}
+
+/* Skip n bytes of the buffer (or of the iovecs: msg_iov is the caller's
+ * copy, hook_sendmsg's) after a partial transfer. */
+static void op_advance(struct sock_op *op, size_t n)
+{
+    if (op->kind != OP_RECVMSG && op->kind != OP_SENDMSG) {
+        op->buf = (char *)op->buf + n;
+        op->len -= n;
+        return;
+    }
+    struct msghdr *m = op->msg;
+    while (n && m->msg_iovlen) {
+        struct iovec *v = m->msg_iov;
+        if (n < v->iov_len) {
+            v->iov_base = (char *)v->iov_base + n;
+            v->iov_len -= n;
+            return;
+        }
+        n -= v->iov_len;
+        m->msg_iov++;
+        m->msg_iovlen--;
+    }
+}
+
+static size_t op_total(const struct sock_op *op)
+{
+    if (op->kind != OP_RECVMSG && op->kind != OP_SENDMSG)
+        return op->len;
+    size_t t = 0;
+    for (size_t i = 0; i < op->msg->msg_iovlen; i++)
+        t += op->msg->msg_iov[i].iov_len;
+    return t;
+}
+
+/*
+ * The loop.  `whole`: keep going after a partial transfer until `total`
+ * bytes moved (a blocking send; a recv with MSG_WAITALL, which also ends
+ * at end of file).  A failure after some bytes moved returns the count,
+ * as the kernel's blocking call does.  errno: the real call's; on success
+ * what it was on entry (the parks in between may have changed it).
+ */
+static ssize_t sock_loop(int fd, struct sock_op *op, bool whole)
+{
+    int entry_errno = errno;
+    struct hook_call c = {0};
+    unsigned events = op_sends(op) ? WEFT_OUT : WEFT_IN;
+    int timeout_opt = op_sends(op) ? SO_SNDTIMEO : SO_RCVTIMEO;
+    size_t total = whole ? op_total(op) : 0;
+    size_t done = 0;
+    for (;;) {
+        ssize_t r = op_call(fd, op, op->flags | MSG_DONTWAIT);
+        if (r >= 0) {
+            done += (size_t)r;
+            if (!whole || done >= total || (r == 0 && !op_sends(op)))
+                return (ssize_t)done;
+            op_advance(op, (size_t)r);
+            continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return done ? (ssize_t)done : -1;
+        int err;
+        switch (hook_wait(fd, events, timeout_opt, &c)) {
+        case HOOK_RETRY:
+            errno = entry_errno;
+            continue;
+        case HOOK_EAGAIN:
+            err = EAGAIN;
+            break;
+        case HOOK_CANCELED:
+            err = ECANCELED;
+            break;
+        default:
+            errno = entry_errno;
+            r = op_call(fd, op, op->flags);
+            if (r >= 0)
+                return (ssize_t)(done + (size_t)r);
+            return done ? (ssize_t)done : -1;
+        }
+        if (done)
+            return (ssize_t)done;
+        errno = err;
+        return -1;
+    }
+}
+
+/* Whether a call with these flags may block and is ours to park. */
+static inline bool hook_flags(int flags)
+{
+    return !(flags & MSG_DONTWAIT) && weft__hook_here();
+}
+
+HOOK_API ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+    if (!hook_flags(flags))
+        return REAL(recv)(fd, buf, len, flags);
+    struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len,
+                         .flags = flags};
+    return sock_loop(fd, &op, flags & MSG_WAITALL);
+}
+
+HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+                          struct sockaddr *from, socklen_t *fromlen)
+{
+    if (!hook_flags(flags))
+        return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+    struct sock_op op = {.kind = OP_RECVFROM, .buf = buf, .len = len,
+                         .flags = flags, .from = from, .fromlen = fromlen};
+    return sock_loop(fd, &op, false);
+}
+
+HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    if (!hook_flags(flags))
+        return REAL(recvmsg)(fd, msg, flags);
+    struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
+    return sock_loop(fd, &op, false);
+}
+
+HOOK_API ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    if (!hook_flags(flags))
+        return REAL(send)(fd, buf, len, flags);
+    struct sock_op op = {.kind = OP_SEND, .buf = (void *)buf, .len = len,
+                         .flags = flags};
+    return sock_loop(fd, &op, true);
+}
+
+HOOK_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+                        const struct sockaddr *to, socklen_t tolen)
+{
+    if (!hook_flags(flags))
+        return REAL(sendto)(fd, buf, len, flags, to, tolen);
+    struct sock_op op = {.kind = OP_SENDTO, .buf = (void *)buf, .len = len,
+                         .flags = flags, .to = to, .tolen = tolen};
+    return sock_loop(fd, &op, true);
+}
+
+/* sendmsg and writev: the loop advances through the iovecs, so it works
+ * on a copy of them (the caller's stay as they were). */
+#define IOV_ON_STACK 64
+
+static ssize_t sendmsg_loop(int fd, const struct msghdr *msg, int flags)
+{
+    struct iovec local[IOV_ON_STACK];
+    struct iovec *iov = local;
+    size_t n = msg->msg_iovlen;
+    if (n > IOV_ON_STACK) {
+        iov = malloc(n * sizeof *iov);
+        if (!iov) /* libc's call then: it blocks the worker */
+            return REAL(sendmsg)(fd, msg, flags);
+    }
+    memcpy(iov, msg->msg_iov, n * sizeof *iov);
+    struct msghdr m = *msg;
+    m.msg_iov = iov;
+    struct sock_op op = {.kind = OP_SENDMSG, .msg = &m, .flags = flags};
+    ssize_t r = sock_loop(fd, &op, true);
+    if (iov != local) {
+        int e = errno;
+        free(iov);
+        errno = e;
+    }
+    return r;
+}
+
+HOOK_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    if (!hook_flags(flags))
+        return REAL(sendmsg)(fd, msg, flags);
+    return sendmsg_loop(fd, msg, flags);
+}
+
+/* ---------------------------------------------------- read, write */
+
+/* For read and write: whether fd should go the socket way; false (libc's
+ * call) once it is known not to be a socket. */
+static inline bool maybe_socket(int fd)
+{
+    return fdkind_get(fd) != FD_OTHER && weft__hook_here();
+}
+
+/* A try's ENOTSOCK: fd is not a socket; mark it, and make libc's call. */
+static bool not_socket(int fd, ssize_t r)
+{
+    if (r < 0 && errno == ENOTSOCK) {
+        fdkind_set(fd, FD_OTHER);
+        return true;
+    }
+    return false;
+}
+
+HOOK_API ssize_t read(int fd, void *buf, size_t len)
+{
+    if (!maybe_socket(fd))
+        return REAL(read)(fd, buf, len);
+    int entry_errno = errno;
+    /* The first try here, so that a non-socket costs one failed call. */
+    ssize_t r = REAL(recv)(fd, buf, len, MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        if (not_socket(fd, r)) {
+            errno = entry_errno;
+            return REAL(read)(fd, buf, len);
+        }
+        return r;
+    }
+    errno = entry_errno;
+    struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len};
+    return sock_loop(fd, &op, false);
+}
+
+HOOK_API ssize_t write(int fd, const void *buf, size_t len)
+{
+    if (!maybe_socket(fd))
+        return REAL(write)(fd, buf, len);
+    int entry_errno = errno;
+    ssize_t r = REAL(send)(fd, buf, len, MSG_DONTWAIT);
+    if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (not_socket(fd, r)) {
+            errno = entry_errno;
+            return REAL(write)(fd, buf, len);
+        }
+        return r;
+    }
+    if (r >= 0 && (size_t)r == len)
+        return r;
+    errno = entry_errno;
+    size_t done = r > 0 ? (size_t)r : 0;
+    struct sock_op op = {.kind = OP_SEND, .buf = (char *)buf + done,
+                         .len = len - done};
+    r = sock_loop(fd, &op, true);
+    if (r < 0)
+        return done ? (ssize_t)done : r;
+    return (ssize_t)done + r;
+}
+
+HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    if (!maybe_socket(fd) || iovcnt < 0)
+        return REAL(readv)(fd, iov, iovcnt);
+    struct msghdr m = {.msg_iov = (struct iovec *)iov,
+                       .msg_iovlen = (size_t)iovcnt};
+    int entry_errno = errno;
+    ssize_t r = REAL(recvmsg)(fd, &m, MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        if (not_socket(fd, r)) {
+            errno = entry_errno;
+            return REAL(readv)(fd, iov, iovcnt);
+        }
+        return r;
+    }
+    errno = entry_errno;
+    struct sock_op op = {.kind = OP_RECVMSG, .msg = &m};
+    return sock_loop(fd, &op, false);
+}
+
+HOOK_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    if (!maybe_socket(fd) || iovcnt < 0)
+        return REAL(writev)(fd, iov, iovcnt);
+    struct msghdr m = {.msg_iov = (struct iovec *)iov,
+                       .msg_iovlen = (size_t)iovcnt};
+    int entry_errno = errno;
+    /* A first try on the caller's iovecs; the loop copies them only if
+     * it has to go on from a partial send. */
+    ssize_t r = REAL(sendmsg)(fd, &m, MSG_DONTWAIT);
+    if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (not_socket(fd, r)) {
+            errno = entry_errno;
+            return REAL(writev)(fd, iov, iovcnt);
+        }
+        return r;
+    }
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (r >= 0 && (size_t)r == total)
+        return r;
+    errno = entry_errno;
+    /* The rest, from a copy of the iovecs advanced past what went. */
+    struct iovec local[IOV_ON_STACK];
+    struct iovec *copy = local;
+    if (iovcnt > IOV_ON_STACK && !(copy = malloc((size_t)iovcnt *
+                                                 sizeof *copy)))
+        return r > 0 ? r : REAL(writev)(fd, iov, iovcnt);
+    memcpy(copy, iov, (size_t)iovcnt * sizeof *copy);
+    struct msghdr rest = {.msg_iov = copy, .msg_iovlen = (size_t)iovcnt};
+    struct sock_op op = {.kind = OP_SENDMSG, .msg = &rest};
+    size_t done = r > 0 ? (size_t)r : 0;
+    op_advance(&op, done);
+    ssize_t more = sock_loop(fd, &op, true);
+    int e = errno;
+    if (copy != local)
+        free(copy);
+    errno = e;
+    if (more < 0)
+        return done ? (ssize_t)done : more;
+    return (ssize_t)(done + (size_t)more);
+}
+
+/* _FORTIFY_SOURCE's checked reads: glibc's check, then ours. */
+HOOK_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+    if (len > buflen)
+        __chk_fail();
+    return read(fd, buf, len);
+}
+
+HOOK_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+                            int flags)
+{
+    if (len > buflen)
+        __chk_fail();
+    return recv(fd, buf, len, flags);
+}
+
+HOOK_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+                                int flags, struct sockaddr *from,
+                                socklen_t *fromlen)
+{
+    if (len > buflen)
+        __chk_fail();
+    return recvfrom(fd, buf, len, flags, from, fromlen);
+}

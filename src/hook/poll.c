@@ -1,0 +1,292 @@
+/*
+ * hook/poll.c — poll, ppoll, select, and the checked poll variant.
+ *
+ * A poll that would wait (a timeout other than 0, nothing ready on a
+ * first look with timeout 0) parks the task until one of its fds is
+ * ready or the timeout passes, then looks again with timeout 0: the
+ * caller gets what poll(2) reports at that moment, so every revents bit
+ * is the kernel's.  One fd: the task waits on it (weft_wait_fd_for).
+ * Several (libcurl waits on its socket and a wake-up pipe at once): they
+ * are put in a private epoll instance for the call, level-triggered, and
+ * the task waits on that instance's fd, which is readable when any of
+ * them is ready.  A wake that finds nothing (readiness gone again) parks
+ * again for what is left of the timeout.  ppoll and pselect with a signal
+ * mask, which must be swapped atomically with the wait, are libc's.
+ */
+#include "hook/real.h"
+#include "hook/wait.h"
+
+#include <weft/io.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+void __chk_fail(void) __attribute__((noreturn));
+
+/* weft's readiness bits for poll's events; 0 if it asks for none of
+ * them (only errors and hang-ups, which poll always reports). */
+static unsigned weft_events(short events)
+{
+    unsigned e = 0;
+    if (events & (POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP))
+        e |= WEFT_IN;
+    if (events & (POLLOUT | POLLWRNORM | POLLWRBAND))
+        e |= WEFT_OUT;
+    return e;
+}
+
+static uint32_t epoll_events(short events)
+{
+    uint32_t e = 0;
+    if (events & (POLLIN | POLLRDNORM | POLLRDBAND))
+        e |= EPOLLIN;
+    if (events & POLLPRI)
+        e |= EPOLLPRI;
+    if (events & POLLRDHUP)
+        e |= EPOLLRDHUP;
+    if (events & (POLLOUT | POLLWRNORM | POLLWRBAND))
+        e |= EPOLLOUT;
+    return e;
+}
+
+/* A private epoll instance watching the fds of `fds`; -1 if one cannot
+ * be made (the caller then blocks in libc's poll). */
+static int epoll_of(struct pollfd *fds, nfds_t n)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return -1;
+    for (nfds_t i = 0; i < n; i++) {
+        if (fds[i].fd < 0)
+            continue;
+        struct epoll_event ev = {.events = epoll_events(fds[i].events),
+                                 .data.u64 = i};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i].fd, &ev) == 0)
+            continue;
+        if (errno == EEXIST) {
+            /* The same fd twice in the array: watch the union. */
+            for (nfds_t j = 0; j < i; j++)
+                if (fds[j].fd == fds[i].fd)
+                    ev.events |= epoll_events(fds[j].events);
+            if (epoll_ctl(ep, EPOLL_CTL_MOD, fds[i].fd, &ev) == 0)
+                continue;
+        }
+        /* A regular file (EPERM: always ready, so the first look saw it)
+         * or something epoll cannot watch: give up on parking. */
+        REAL(close)(ep);
+        return -1;
+    }
+    return ep;
+}
+
+/* timeout_ns: UINT64_MAX for none. */
+static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
+{
+    int entry_errno = errno;
+    int r = REAL(poll)(fds, n, 0);
+    if (r != 0 || timeout_ns == 0)
+        return r;
+    uint64_t deadline =
+        timeout_ns == UINT64_MAX ? UINT64_MAX : hook_now() + timeout_ns;
+    int wait_fd = -1;
+    unsigned events = WEFT_IN;
+    int ep = -1;
+    nfds_t live = 0;
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0) {
+            live++;
+            wait_fd = fds[i].fd;
+            events = weft_events(fds[i].events);
+        }
+    if (live == 0) {
+        /* No fd: poll(2) as a sleep. */
+        if (timeout_ns == UINT64_MAX)
+            timeout_ns = UINT64_MAX - 1;
+        if (hook_sleep(timeout_ns) == -ECANCELED) {
+            errno = ECANCELED;
+            return -1;
+        }
+        errno = entry_errno;
+        return 0;
+    }
+    if (live > 1 || events == 0) {
+        ep = epoll_of(fds, n);
+        if (ep < 0)
+            goto blocking;
+        wait_fd = ep;
+        events = WEFT_IN;
+    }
+    for (;;) {
+        uint64_t now = hook_now();
+        int w;
+        weft__hook_pin();
+        if (deadline == UINT64_MAX)
+            w = weft_wait_fd(wait_fd, events);
+        else
+            w = now >= deadline ? -ETIMEDOUT
+                                : weft_wait_fd_for(wait_fd, events,
+                                                   deadline - now);
+        weft__hook_unpin();
+        if (w == -ECANCELED) {
+            r = -1;
+            entry_errno = ECANCELED;
+            break;
+        }
+        if (w < 0 && w != -ETIMEDOUT && w != -EBADF) {
+            if (ep >= 0)
+                REAL(close)(ep);
+            goto blocking;
+        }
+        r = REAL(poll)(fds, n, 0);
+        if (r != 0 || w == -ETIMEDOUT)
+            break;
+    }
+    if (ep >= 0)
+        REAL(close)(ep);
+    if (r >= 0 || entry_errno == ECANCELED)
+        errno = entry_errno;
+    return r;
+
+blocking:
+    errno = entry_errno;
+    if (deadline == UINT64_MAX)
+        return REAL(poll)(fds, n, -1);
+    uint64_t now = hook_now();
+    uint64_t ms = now >= deadline ? 0 : (deadline - now + 999999) / 1000000;
+    return REAL(poll)(fds, n, ms > INT_MAX ? INT_MAX : (int)ms);
+}
+
+HOOK_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    if (timeout_ms == 0 || !weft__hook_here())
+        return REAL(poll)(fds, n, timeout_ms);
+    return hook_poll(fds, n,
+                     timeout_ms < 0 ? UINT64_MAX
+                                    : (uint64_t)timeout_ms * 1000000u);
+}
+
+HOOK_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms,
+                        size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return poll(fds, n, timeout_ms);
+}
+
+static bool valid_timespec(const struct timespec *ts)
+{
+    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
+
+static uint64_t ns_of(const struct timespec *ts)
+{
+    if ((uint64_t)ts->tv_sec >= UINT64_MAX / 1000000000u - 1)
+        return UINT64_MAX - 1;
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+HOOK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                   const sigset_t *sigmask)
+{
+    if (sigmask || (ts && (!valid_timespec(ts) || ns_of(ts) == 0)) ||
+        !weft__hook_here())
+        return REAL(ppoll)(fds, n, ts, sigmask);
+    return hook_poll(fds, n, ts ? ns_of(ts) : UINT64_MAX);
+}
+
+HOOK_API int __ppoll_chk(struct pollfd *fds, nfds_t n,
+                         const struct timespec *ts, const sigset_t *sigmask,
+                         size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n)
+        __chk_fail();
+    return ppoll(fds, n, ts, sigmask);
+}
+
+/* select through hook_poll: the sets become a pollfd array (POLLIN for
+ * readfds, POLLOUT for writefds, POLLPRI for exceptfds) and back. */
+HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
+                    struct timeval *tv)
+{
+    if ((tv && tv->tv_sec == 0 && tv->tv_usec == 0) || nfds < 0 ||
+        nfds > FD_SETSIZE || (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 ||
+                                     tv->tv_usec >= 1000000)) ||
+        !weft__hook_here())
+        return REAL(select)(nfds, rd, wr, ex, tv);
+    struct pollfd local[64];
+    struct pollfd *p = local;
+    nfds_t n = 0;
+    for (int fd = 0; fd < nfds; fd++)
+        if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
+            (ex && FD_ISSET(fd, ex)))
+            n++;
+    if (n > 64 && !(p = malloc(n * sizeof *p)))
+        return REAL(select)(nfds, rd, wr, ex, tv);
+    n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = 0;
+        if (rd && FD_ISSET(fd, rd))
+            ev |= POLLIN;
+        if (wr && FD_ISSET(fd, wr))
+            ev |= POLLOUT;
+        if (ex && FD_ISSET(fd, ex))
+            ev |= POLLPRI;
+        if (ev)
+            p[n++] = (struct pollfd){.fd = fd, .events = ev};
+    }
+    uint64_t timeout = tv ? (uint64_t)tv->tv_sec * 1000000000u +
+                                (uint64_t)tv->tv_usec * 1000u
+                          : UINT64_MAX;
+    int r = hook_poll(p, n, timeout);
+    bool bad = false;
+    for (nfds_t i = 0; r > 0 && i < n; i++)
+        bad = bad || (p[i].revents & POLLNVAL);
+    if (bad) {
+        /* POLLNVAL is select's EBADF, which leaves the sets alone. */
+        r = -1;
+        errno = EBADF;
+    } else if (r >= 0) {
+        /* select's count: one per set bit. */
+        int count = 0;
+        if (rd)
+            FD_ZERO(rd);
+        if (wr)
+            FD_ZERO(wr);
+        if (ex)
+            FD_ZERO(ex);
+        for (nfds_t i = 0; i < n; i++) {
+            short re = p[i].revents;
+            if (rd && (p[i].events & POLLIN) &&
+                (re & (POLLIN | POLLHUP | POLLERR))) {
+                FD_SET(p[i].fd, rd);
+                count++;
+            }
+            if (wr && (p[i].events & POLLOUT) && (re & (POLLOUT | POLLERR))) {
+                FD_SET(p[i].fd, wr);
+                count++;
+            }
+            if (ex && (p[i].events & POLLPRI) && (re & POLLPRI)) {
+                FD_SET(p[i].fd, ex);
+                count++;
+            }
+        }
+        r = count;
+        /* Linux's select writes back the time not slept; a caller that
+         * reuses tv counts on it being no larger than before. */
+        if (tv && r == 0) {
+            tv->tv_sec = 0;
+            tv->tv_usec = 0;
+        }
+    }
+    if (p != local) {
+        int e = errno;
+        free(p);
+        errno = e;
+    }
+    return r;
+}

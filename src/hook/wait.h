@@ -1,0 +1,53 @@
+/*
+ * hook/wait.h — the park inside a hooked call (internal to libweft-hook).
+ *
+ * A hooked call that would block is a loop: try the call without blocking
+ * (MSG_DONTWAIT, or a readiness check), and when it would block, park the
+ * task on the fd's readiness with hook_wait, then try again.  hook_wait
+ * decides what libc would have done instead of blocking: on an fd the
+ * caller made non-blocking (O_NONBLOCK), return EAGAIN; on a blocking one,
+ * wait, up to the socket's SO_RCVTIMEO or SO_SNDTIMEO if set (then EAGAIN,
+ * as libc).  It reads those once per call, and only when the call would
+ * block: a call that does not block costs no more than libc's.
+ *
+ * The task parks pinned to its thread (sched/hook.c): it continues on the
+ * thread it called from, whose thread-locals its caller may hold.
+ */
+#ifndef WEFT_HOOK_WAIT_H
+#define WEFT_HOOK_WAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sched/hook.h"
+
+#define HOOK_API __attribute__((visibility("default")))
+
+/* One hooked call's view of its fd, filled by its first hook_wait. */
+struct hook_call {
+    bool known;          /* the fields below are filled in              */
+    bool nonblock;       /* the caller's fd has O_NONBLOCK               */
+    uint64_t deadline;   /* CLOCK_MONOTONIC ns of the timeout; 0: none   */
+};
+
+enum hook_outcome {
+    HOOK_RETRY,          /* ready (or maybe): try the call again         */
+    HOOK_EAGAIN,         /* return -1/EAGAIN: non-blocking, or timed out */
+    HOOK_CANCELED,       /* return -1/ECANCELED: the task was cancelled  */
+    HOOK_BLOCK,          /* cannot park (no netpoller): make the real,
+                            blocking call                                */
+};
+
+/* Wait until fd is ready for `events` (WEFT_IN/WEFT_OUT), as the call
+ * would have: `timeout_opt` is SO_RCVTIMEO, SO_SNDTIMEO, or 0 (none). */
+enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
+                            struct hook_call *c);
+
+/* Park for a relative time (ns; UINT64_MAX: for ever), pinned, on the
+ * clock of weft's timers.  Returns 0, -ECANCELED, or -ENOMEM. */
+int hook_sleep(uint64_t ns);
+
+/* CLOCK_MONOTONIC now, in ns. */
+uint64_t hook_now(void);
+
+#endif /* WEFT_HOOK_WAIT_H */
