@@ -11,6 +11,7 @@
 #include "sched/parker.h"
 
 #include "base/backoff.h"
+#include "base/direct.h"
 
 #include <errno.h>
 #include <time.h>
@@ -48,7 +49,7 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns,
             ;
     }
     bool got = true;
-    pthread_mutex_lock(&p->lock);
+    weft__lock(&p->lock);
     while (!atomic_load_explicit(&p->permit, memory_order_relaxed)) {
         if (!deadline_ns) {
             pthread_cond_wait(&p->cond, &p->lock);
@@ -69,7 +70,7 @@ bool weft__parker_park(struct weft__parker *p, uint64_t deadline_ns,
 
 void weft__parker_unpark(struct weft__parker *p)
 {
-    pthread_mutex_lock(&p->lock);
+    weft__lock(&p->lock);
     atomic_store_explicit(&p->permit, 1, memory_order_relaxed);
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);

@@ -10,6 +10,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/direct.h"
 #include "ctx/coro.h"
 #include "ctx/ctx.h"
 
@@ -354,7 +355,7 @@ static void stack_by_signal(pthread_t thread, struct weft__probe *out)
         out->no_stack = "its signal is taken by the program";
         return;
     }
-    pthread_mutex_lock(&probe.lock);
+    weft__lock(&probe.lock);
     uint64_t seq = atomic_load_explicit(&probe.seq, memory_order_relaxed) + 1;
     atomic_store_explicit(&probe.state, ASKED, memory_order_relaxed);
     /* Release: the handler that reads this number sees ASKED. */

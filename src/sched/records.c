@@ -28,6 +28,7 @@
 
 #include "base/alloc.h"
 #include "base/cache.h"
+#include "base/direct.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -197,7 +198,7 @@ static void slab_drop_locked(void)
 
 static __attribute__((noinline)) struct weft_task *from_chunk(void)
 {
-    pthread_mutex_lock(&chunks_lock);
+    weft__lock(&chunks_lock);
     struct record_chunk *chunk = chunk_map_locked();
     pthread_mutex_unlock(&chunks_lock);
     if (!chunk)
@@ -214,7 +215,7 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         weft__record_free(&chunk->records[i]);
     }
     /* Listed once set up, for the observers' walk. */
-    pthread_mutex_lock(&chunks_lock);
+    weft__lock(&chunks_lock);
     chunk->prev = NULL;
     chunk->next = chunks;
     if (chunks)
@@ -254,7 +255,7 @@ void weft__records_spill(void)
 
 size_t weft__records_trim(size_t keep)
 {
-    pthread_mutex_lock(&trim_lock);
+    weft__lock(&trim_lock);
     size_t n;
     struct weft__cache_node *list = weft__cache_take_depot(&records, &n);
     /* 1. Count the depot's records per chunk. */
@@ -265,7 +266,7 @@ size_t weft__records_trim(size_t keep)
      * rest off the list. */
     size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
     struct record_chunk *doomed = NULL;
-    pthread_mutex_lock(&chunks_lock);
+    weft__lock(&chunks_lock);
     for (struct record_chunk *c = chunks, *next; c; c = next) {
         next = c->next;
         if (c->free_seen != PER_CHUNK) {
@@ -313,7 +314,7 @@ size_t weft__records_trim(size_t keep)
 
 size_t weft__records_bytes(void)
 {
-    pthread_mutex_lock(&chunks_lock);
+    weft__lock(&chunks_lock);
     size_t n = nchunks;
     pthread_mutex_unlock(&chunks_lock);
     return n * CHUNK_BYTES;
@@ -325,7 +326,7 @@ size_t weft__records_bytes(void)
 
 void weft__records_walk_begin(void)
 {
-    pthread_mutex_lock(&chunks_lock);
+    weft__lock(&chunks_lock);
 }
 
 void weft__records_walk_end(void)

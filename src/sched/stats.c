@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/direct.h"
 #include "ctx/stack.h"
 #include "sched/monitor.h"
 #include "sched/task.h"
@@ -56,7 +57,7 @@ WEFT_RACY_READS static void worker_stats(weft_pool *p,
     o->idle_ns = spare ? 0 : idle;
     o->busy_ns = spare || alive <= idle ? 0 : alive - idle;
     o->queued = weft__runq_len(&w->q);
-    pthread_mutex_lock(&w->timers.lock);
+    weft__lock(&w->timers.lock);
     o->timers = w->timers.n;
     pthread_mutex_unlock(&w->timers.lock);
 }

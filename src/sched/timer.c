@@ -4,6 +4,7 @@
 #include "sched/timer.h"
 
 #include "base/alloc.h"
+#include "base/direct.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ static void take_out(struct weft__timers *ts, size_t i)
 
 int weft__timers_add(struct weft__timers *ts, struct weft__timer *tm)
 {
-    pthread_mutex_lock(&ts->lock);
+    weft__lock(&ts->lock);
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? 2 * ts->cap : 64;
         struct weft__timer **h = weft__realloc(ts->heap, cap * sizeof *h);
@@ -104,7 +105,7 @@ int weft__timers_add(struct weft__timers *ts, struct weft__timer *tm)
 
 bool weft__timers_remove(struct weft__timers *ts, struct weft__timer *tm)
 {
-    pthread_mutex_lock(&ts->lock);
+    weft__lock(&ts->lock);
     bool armed = tm->index != SIZE_MAX;
     if (armed) {
         take_out(ts, tm->index);
@@ -119,7 +120,7 @@ unsigned weft__timers_run(struct weft__timers *ts, uint64_t now)
     unsigned fired = 0;
     if (weft__timers_next(ts) > now)
         return 0;
-    pthread_mutex_lock(&ts->lock);
+    weft__lock(&ts->lock);
     while (ts->n && ts->heap[0]->deadline <= now) {
         struct weft__timer *tm = ts->heap[0];
         take_out(ts, 0);

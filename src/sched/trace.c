@@ -44,6 +44,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/compiler.h"
+#include "base/direct.h"
 #include "base/storeload.h"
 #include "sched/observe.h"
 #include "sched/task.h"
@@ -108,7 +109,7 @@ static struct buffer *buffer(void)
     struct buffer *b = mine;
     if (likely(b && atomic_load_explicit(&b->listed, memory_order_relaxed)))
         return b;
-    pthread_mutex_lock(&list_lock);
+    weft__lock(&list_lock);
     if (!__atomic_load_n(&weft__tracing, __ATOMIC_SEQ_CST)) {
         pthread_mutex_unlock(&list_lock);
         return NULL;
@@ -242,7 +243,7 @@ WEFT_EXPORT int weft_trace_start(const char *path)
 {
     if (!path)
         return -EINVAL;
-    pthread_mutex_lock(&list_lock);
+    weft__lock(&list_lock);
     if (trace_file) {
         pthread_mutex_unlock(&list_lock);
         return -EBUSY;
@@ -544,7 +545,7 @@ static int write_trace(FILE *f)
 
 WEFT_EXPORT int weft_trace_stop(void)
 {
-    pthread_mutex_lock(&list_lock);
+    weft__lock(&list_lock);
     if (!trace_file) {
         pthread_mutex_unlock(&list_lock);
         return -ESRCH;
