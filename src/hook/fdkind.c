@@ -1,18 +1,25 @@
 /*
- * hook/fdkind.c — the marks of hook/fdkind.h, and the calls that keep
- * them: socket, socketpair, close, dup2, dup3 (accept's are in
- * hook/connect.c).  Each is libc's call, then the mark.
+ * hook/fdkind.c — the table of hook/fdkind.h, and the calls that keep
+ * it: socket, close, dup2, dup3 (accept's are in hook/connect.c), and
+ * fcntl, ioctl and setsockopt, whose changes of a blocking mode or a
+ * timeout make every kept mode stale.  Each is libc's call, then the
+ * note.
  */
 #include "hook/fdkind.h"
 
 #include "hook/real.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define HOOK_API __attribute__((visibility("default")))
 
-_Atomic unsigned char weft_hook_fdkind[FDKIND_MAX];
+_Atomic uint32_t weft_hook_fdinfo[FDKIND_MAX];
+_Atomic uint32_t weft_hook_mode_gen;
 
 HOOK_API int socket(int domain, int type, int protocol)
 {
@@ -42,5 +49,59 @@ HOOK_API int dup3(int oldfd, int newfd, int flags)
     int r = REAL(dup3)(oldfd, newfd, flags);
     if (r >= 0)
         fdkind_set(r, fdkind_get(oldfd));
+    return r;
+}
+
+/* fcntl's third argument, whatever its type: read as a pointer, which on
+ * the ABIs weft supports carries an int or a pointer alike (glibc's own
+ * fcntl reads it so).  Named by assembler labels: with 64-bit file
+ * offsets, <fcntl.h> renames fcntl to fcntl64, and both symbols are
+ * called (older programs and libraries call fcntl). */
+HOOK_API int hook_fcntl(int fd, int cmd, ...) __asm__("fcntl");
+HOOK_API int hook_fcntl64(int fd, int cmd, ...) __asm__("fcntl64");
+
+HOOK_API int hook_fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = REAL(fcntl)(fd, cmd, arg);
+    if (cmd == F_SETFL && r == 0)
+        mode_changed();
+    return r;
+}
+
+HOOK_API int hook_fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = REAL(fcntl64)(fd, cmd, arg);
+    if (cmd == F_SETFL && r == 0)
+        mode_changed();
+    return r;
+}
+
+HOOK_API int ioctl(int fd, unsigned long request, ...)
+{
+    va_list ap;
+    va_start(ap, request);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int r = REAL(ioctl)(fd, request, arg);
+    if (request == FIONBIO && r == 0)
+        mode_changed();
+    return r;
+}
+
+HOOK_API int setsockopt(int fd, int level, int name, const void *value,
+                        socklen_t len)
+{
+    int r = REAL(setsockopt)(fd, level, name, value, len);
+    if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+        r == 0)
+        mode_changed();
     return r;
 }

@@ -103,11 +103,13 @@ static size_t op_total(const struct sock_op *op)
 /*
  * The loop.  `whole`: keep going after a partial transfer until `total`
  * bytes moved (a blocking send; a recv with MSG_WAITALL, which also ends
- * at end of file).  A failure after some bytes moved returns the count,
+ * at end of file).  `tried`: the caller made the first try, which would
+ * have blocked (so the loop parks first).  A failure after some bytes moved returns the count,
  * as the kernel's blocking call does.  errno: the real call's; on success
  * what it was on entry (the parks in between may have changed it).
  */
-static ssize_t sock_loop(int fd, struct sock_op *op, bool whole)
+static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
+                         bool tried)
 {
     int entry_errno = errno;
     struct hook_call c = {0};
@@ -116,7 +118,11 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole)
     size_t total = whole ? op_total(op) : 0;
     size_t done = 0;
     for (;;) {
-        ssize_t r = op_call(fd, op, op->flags | MSG_DONTWAIT);
+        /* `tried`: the caller's own first try would have blocked. */
+        ssize_t r = tried ? -1 : op_call(fd, op, op->flags | MSG_DONTWAIT);
+        if (tried)
+            errno = EAGAIN;
+        tried = false;
         if (r >= 0) {
             done += (size_t)r;
             if (!whole || done >= total || (r == 0 && !op_sends(op)))
@@ -163,7 +169,7 @@ HOOK_API ssize_t recv(int fd, void *buf, size_t len, int flags)
         return REAL(recv)(fd, buf, len, flags);
     struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len,
                          .flags = flags};
-    return sock_loop(fd, &op, flags & MSG_WAITALL);
+    return sock_loop(fd, &op, flags & MSG_WAITALL, false);
 }
 
 HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -173,7 +179,7 @@ HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
         return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct sock_op op = {.kind = OP_RECVFROM, .buf = buf, .len = len,
                          .flags = flags, .from = from, .fromlen = fromlen};
-    return sock_loop(fd, &op, false);
+    return sock_loop(fd, &op, false, false);
 }
 
 HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
@@ -181,7 +187,7 @@ HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     if (!hook_flags(flags))
         return REAL(recvmsg)(fd, msg, flags);
     struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
-    return sock_loop(fd, &op, false);
+    return sock_loop(fd, &op, false, false);
 }
 
 HOOK_API ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -190,7 +196,7 @@ HOOK_API ssize_t send(int fd, const void *buf, size_t len, int flags)
         return REAL(send)(fd, buf, len, flags);
     struct sock_op op = {.kind = OP_SEND, .buf = (void *)buf, .len = len,
                          .flags = flags};
-    return sock_loop(fd, &op, true);
+    return sock_loop(fd, &op, true, false);
 }
 
 HOOK_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
@@ -200,7 +206,7 @@ HOOK_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
         return REAL(sendto)(fd, buf, len, flags, to, tolen);
     struct sock_op op = {.kind = OP_SENDTO, .buf = (void *)buf, .len = len,
                          .flags = flags, .to = to, .tolen = tolen};
-    return sock_loop(fd, &op, true);
+    return sock_loop(fd, &op, true, false);
 }
 
 /* sendmsg and writev: the loop advances through the iovecs, so it works
@@ -221,7 +227,7 @@ static ssize_t sendmsg_loop(int fd, const struct msghdr *msg, int flags)
     struct msghdr m = *msg;
     m.msg_iov = iov;
     struct sock_op op = {.kind = OP_SENDMSG, .msg = &m, .flags = flags};
-    ssize_t r = sock_loop(fd, &op, true);
+    ssize_t r = sock_loop(fd, &op, true, false);
     if (iov != local) {
         int e = errno;
         free(iov);
@@ -272,7 +278,7 @@ HOOK_API ssize_t read(int fd, void *buf, size_t len)
     }
     errno = entry_errno;
     struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len};
-    return sock_loop(fd, &op, false);
+    return sock_loop(fd, &op, false, true);
 }
 
 HOOK_API ssize_t write(int fd, const void *buf, size_t len)
@@ -294,7 +300,8 @@ HOOK_API ssize_t write(int fd, const void *buf, size_t len)
     size_t done = r > 0 ? (size_t)r : 0;
     struct sock_op op = {.kind = OP_SEND, .buf = (char *)buf + done,
                          .len = len - done};
-    r = sock_loop(fd, &op, true);
+    /* A partial send or EAGAIN: the buffer is full, so park first. */
+    r = sock_loop(fd, &op, true, true);
     if (r < 0)
         return done ? (ssize_t)done : r;
     return (ssize_t)done + r;
@@ -317,7 +324,7 @@ HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
     }
     errno = entry_errno;
     struct sock_op op = {.kind = OP_RECVMSG, .msg = &m};
-    return sock_loop(fd, &op, false);
+    return sock_loop(fd, &op, false, true);
 }
 
 HOOK_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
@@ -354,7 +361,7 @@ HOOK_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     struct sock_op op = {.kind = OP_SENDMSG, .msg = &rest};
     size_t done = r > 0 ? (size_t)r : 0;
     op_advance(&op, done);
-    ssize_t more = sock_loop(fd, &op, true);
+    ssize_t more = sock_loop(fd, &op, true, true);
     int e = errno;
     if (copy != local)
         free(copy);

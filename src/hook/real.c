@@ -62,6 +62,9 @@ __attribute__((constructor(101))) void weft_hook_resolve(void)
     LOOK_UP(dup2);
     LOOK_UP(dup3);
     LOOK_UP(fcntl);
+    LOOK_UP(fcntl64);
+    LOOK_UP(ioctl);
+    LOOK_UP(setsockopt);
     /* Last: REAL() tests the first field only through its own name, so
      * every name is tested; the mutex is what libc calls most. */
     LOOK_UP(pthread_mutex_lock);

@@ -56,6 +56,9 @@ struct weft_hook_real {
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
+    int (*fcntl64)(int, int, ...);
+    int (*ioctl)(int, unsigned long, ...);
+    int (*setsockopt)(int, int, int, const void *, socklen_t);
 };
 
 extern struct weft_hook_real weft_hook_real;

@@ -3,6 +3,7 @@
  */
 #include "hook/wait.h"
 
+#include "hook/fdkind.h"
 #include "hook/real.h"
 
 #include <weft/io.h>
@@ -20,21 +21,52 @@ uint64_t hook_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The receive or send timeout of fd, in ns; 0: none (or unknown). */
+static uint64_t timeout_of(int fd, int opt)
+{
+    struct timeval tv;
+    socklen_t len = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) != 0 || tv.tv_sec < 0 ||
+        (tv.tv_sec == 0 && tv.tv_usec <= 0))
+        return 0;
+    return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+/* What the call's park must respect: fd's blocking mode and timeout, from
+ * the kept answer if it is current (hook/fdkind.h), else asked and kept.
+ * The generation is read before the questions, so a change made while
+ * they are asked leaves the answer stale, never wrongly current. */
 static void learn(int fd, int timeout_opt, struct hook_call *c)
 {
     c->known = true;
-    int fl = REAL(fcntl)(fd, F_GETFL);
-    if (fl >= 0 && (fl & O_NONBLOCK)) {
+    uint32_t gen = mode_gen();
+    uint32_t info = fdinfo_get(fd);
+    if (!(info & FD_MODE_KNOWN) || info >> FD_GEN_SHIFT != gen) {
+        int fl = REAL(fcntl)(fd, F_GETFL);
+        if (fl < 0)
+            return; /* the retried call reports what is wrong */
+        uint32_t mode = FD_MODE_KNOWN;
+        if (fl & O_NONBLOCK)
+            mode |= FD_NONBLOCK;
+        else {
+            if (timeout_of(fd, SO_RCVTIMEO))
+                mode |= FD_RCVTIMEO;
+            if (timeout_of(fd, SO_SNDTIMEO))
+                mode |= FD_SNDTIMEO;
+        }
+        info = (info & FD_KIND) | mode | gen << FD_GEN_SHIFT;
+        fdinfo_set(fd, info);
+    }
+    if (info & FD_NONBLOCK) {
         c->nonblock = true;
         return;
     }
-    struct timeval tv;
-    socklen_t len = sizeof tv;
-    if (timeout_opt &&
-        getsockopt(fd, SOL_SOCKET, timeout_opt, &tv, &len) == 0 &&
-        (tv.tv_sec > 0 || tv.tv_usec > 0))
-        c->deadline = hook_now() + (uint64_t)tv.tv_sec * 1000000000u +
-                      (uint64_t)tv.tv_usec * 1000u;
+    uint32_t has = timeout_opt == SO_RCVTIMEO   ? FD_RCVTIMEO
+                   : timeout_opt == SO_SNDTIMEO ? FD_SNDTIMEO
+                                                : 0;
+    uint64_t t = info & has ? timeout_of(fd, timeout_opt) : 0;
+    if (t)
+        c->deadline = hook_now() + t;
 }
 
 enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
