@@ -4,7 +4,8 @@
  * it returns.  glibc's resolver makes its own sockets through entry
  * points no interposition reaches (and reads files, and may load NSS
  * modules), so it is not hooked piecewise: it runs unchanged on a thread
- * of its own.
+ * of its own.  A numeric address and port need no resolver: getaddrinfo
+ * is then libc's, at once.
  *
  * A cancel ends the wait at once (EAI_SYSTEM, errno ECANCELED) while the
  * lookup runs on to its end on its thread, so the request lives on the
@@ -20,6 +21,7 @@
 
 #include <weft/blocking.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdatomic.h>
@@ -116,10 +118,29 @@ static char *dup_or_null(const char *s, bool *failed)
     return d;
 }
 
+/* Whether getaddrinfo can answer from its arguments alone: a numeric
+ * address (or none) and a numeric port (or none), which glibc answers
+ * without a file or a socket.  Libraries pass these all the time (libpq
+ * with hostaddr, a client given "127.0.0.1"): a round trip through a
+ * blocking thread would cost more than the call. */
+static bool answers_at_once(const char *node, const char *service,
+                            const struct addrinfo *hints)
+{
+    if (service)
+        for (const char *c = service; *c; c++)
+            if (*c < '0' || *c > '9')
+                return false;
+    if (!node || (hints && (hints->ai_flags & AI_NUMERICHOST)))
+        return true;
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, node, buf) == 1 ||
+           inet_pton(AF_INET6, node, buf) == 1;
+}
+
 HOOK_API int getaddrinfo(const char *node, const char *service,
                          const struct addrinfo *hints, struct addrinfo **res)
 {
-    if (!weft__hook_here())
+    if (!weft__hook_here() || answers_at_once(node, service, hints))
         return REAL(getaddrinfo)(node, service, hints, res);
     struct lookup *l = calloc(1, sizeof *l);
     bool failed = !l;
