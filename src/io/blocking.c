@@ -275,8 +275,8 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-/* Under g.lock: start a detached thread running main.  Returns 0, or
- * -EAGAIN (pthread_create's word for a thread that cannot be had). */
+/* Start a detached thread running main.  Returns 0, or -EAGAIN
+ * (pthread_create's word for a thread that cannot be had). */
 static int start(void *(*main)(void *))
 {
     pthread_attr_t attr;
@@ -355,9 +355,15 @@ static int watch(struct request *r)
 }
 
 /* Under g.lock: queue r and see that a thread will take it, or that it
- * waits at most the queue bound for one.  Returns 0, or -EAGAIN (no
- * thread exists and none could be started, or no watchdog: r is not
- * queued). */
+ * waits at most the queue bound for one.  Returns 0; START_ONE (a new
+ * thread is wanted for it, already counted in g.threads: the caller
+ * starts it with start_counted once it has let go of the lock, so that a
+ * worker never holds the lock through pthread_create, which takes tens of
+ * microseconds and more when the thread is preempted in it, while other
+ * workers wait for the lock); or -EAGAIN (no thread exists, or no
+ * watchdog: r is not queued). */
+#define START_ONE 1
+
 static int submit(struct request *r)
 {
     enqueue(r);
@@ -365,14 +371,46 @@ static int submit(struct request *r)
         pthread_cond_signal(&g.work);
         return 0;
     }
-    if (g.threads < g.max && start_thread() == 0)
-        return 0;
-    /* Every thread is busy (or none could be started): r waits for a
-     * busy one to come back, watched; with no thread at all, nothing
-     * would ever take it. */
-    int rc = g.threads ? watch(r) : -EAGAIN;
+    if (g.threads < g.max) {
+        g.threads++;
+        return START_ONE;
+    }
+    /* Every thread is busy: r waits for a busy one to come back,
+     * watched. */
+    int rc = watch(r);
     if (rc)
         dequeue(r);
+    return rc;
+}
+
+/* Not under g.lock: start the thread that submit counted for r.  Returns
+ * 0, or -EAGAIN (it could not be started, r was still queued and no
+ * thread is left: r is not queued any more).  Other requests queued
+ * meanwhile in the belief that this thread would come are not left
+ * waiting for nothing: with no thread left they are rejected (-EAGAIN to
+ * their callers, as a submit without a thread); with threads left, r is
+ * watched like any request that waits for a busy thread. */
+static int start_counted(struct request *r)
+{
+    if (start(thread_main) == 0)
+        return 0;
+    int rc = 0;
+    weft__lock(&g.lock);
+    g.threads--;
+    if (r->state == QUEUED) {
+        rc = g.threads ? watch(r) : -EAGAIN;
+        if (rc)
+            dequeue(r);
+    }
+    if (!g.threads) {
+        struct request *q;
+        while ((q = g.head) != NULL) {
+            dequeue(q);
+            q->state = REJECTED;
+            weft__wait_wake(q->waiter); /* linked while QUEUED */
+        }
+    }
+    pthread_mutex_unlock(&g.lock);
     return rc;
 }
 
@@ -415,6 +453,8 @@ static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
         weft__lock(&g.lock);
         rc = submit(r);
         pthread_mutex_unlock(&g.lock);
+        if (rc == START_ONE)
+            rc = start_counted(r);
     }
     if (rc) {
         weft__wait_abandon(&w);
