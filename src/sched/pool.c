@@ -462,8 +462,12 @@ void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
  * Pinned tasks.  A task that parks inside a call of the interposition
  * library must continue on the thread it parked on (docs/design.md,
  * "Foreign blocking calls"), so its wake queues it on that worker's own
- * pinned queue, which only that worker takes from, at the top of every
- * pass of its loop, before anything else.  No lost wakeup, by the idle
+ * pinned queue, which only that worker takes from: after its LIFO slot
+ * and its deque, before the global queue, and first among the sources of
+ * the fairness tick, so that neither side starves the other (a hundred
+ * pinned clients per worker, each woken by the netpoller, would keep the
+ * queue full; taken first on every pass, they kept a timer's task waiting
+ * 10 ms).  No lost wakeup, by the idle
  * lock: the waker's enqueue comes before its critical section, where it
  * reads whether w is on the idle list (and how it sleeps); w joins the list
  * in its own critical section and only then looks at its pinned queue
@@ -1065,10 +1069,6 @@ find_work(struct weft__worker *w)
     uint64_t spin_end = 0; /* search_spin's budget, from its first round */
     for (;;) {
         struct weft_task *t = NULL;
-        if (unlikely(pinned_waiting(w)) && (t = take_pinned(w))) {
-            found_work(w);
-            return t;
-        }
         if (weft__pool_service_due(w))
             service(w);
         if (unlikely(atomic_load_explicit(&w->retire, memory_order_acquire))) {
@@ -1079,6 +1079,8 @@ find_work(struct weft__worker *w)
             /* Fairness: the global queue, the yielded, then our own
              * oldest task. */
             t = take_global(w);
+            if (!t && unlikely(pinned_waiting(w)))
+                t = take_pinned(w);
             if (!t)
                 t = pop_yielded(w);
             while (!t && weft__runq_len(&w->q)) {
@@ -1103,6 +1105,8 @@ find_work(struct weft__worker *w)
         w->lifo_streak = 0;
         if (!t)
             t = pop_local(w);
+        if (!t && unlikely(pinned_waiting(w)))
+            t = take_pinned(w);
         if (!t)
             t = take_global(w);
         if (!t)
