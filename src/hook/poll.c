@@ -15,6 +15,7 @@
  */
 #include "hook/real.h"
 #include "hook/wait.h"
+#include "io/hook.h"
 
 #include <weft/io.h>
 
@@ -114,7 +115,12 @@ static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
         errno = entry_errno;
         return 0;
     }
-    if (live > 1 || events == 0) {
+    /* The private epoll also for one fd whose events weft's wait does
+     * not watch: urgent data (POLLPRI), or none but errors. */
+    bool pri = false;
+    for (nfds_t i = 0; i < n; i++)
+        pri = pri || (fds[i].fd >= 0 && (fds[i].events & POLLPRI));
+    if (live > 1 || events == 0 || pri) {
         ep = epoll_of(fds, n);
         if (ep < 0)
             goto blocking;
@@ -125,12 +131,10 @@ static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
         uint64_t now = hook_now();
         int w;
         weft__hook_pin();
-        if (deadline == UINT64_MAX)
-            w = weft_wait_fd(wait_fd, events);
-        else
-            w = now >= deadline ? -ETIMEDOUT
-                                : weft_wait_fd_for(wait_fd, events,
-                                                   deadline - now);
+        w = weft__hook_wait_fd(wait_fd, events,
+                               deadline == UINT64_MAX ? UINT64_MAX
+                               : now >= deadline      ? 0
+                                                      : deadline - now);
         weft__hook_unpin();
         if (w == -ECANCELED) {
             r = -1;
@@ -242,7 +246,15 @@ HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
     uint64_t timeout = tv ? (uint64_t)tv->tv_sec * 1000000000u +
                                 (uint64_t)tv->tv_usec * 1000u
                           : UINT64_MAX;
+    uint64_t start = hook_now();
     int r = hook_poll(p, n, timeout);
+    if (tv) {
+        /* Linux's select writes back the time not slept. */
+        uint64_t slept = hook_now() - start;
+        uint64_t left = slept >= timeout ? 0 : timeout - slept;
+        tv->tv_sec = (time_t)(left / 1000000000u);
+        tv->tv_usec = (suseconds_t)(left % 1000000000u / 1000u);
+    }
     bool bad = false;
     for (nfds_t i = 0; r > 0 && i < n; i++)
         bad = bad || (p[i].revents & POLLNVAL);
@@ -276,12 +288,6 @@ HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
             }
         }
         r = count;
-        /* Linux's select writes back the time not slept; a caller that
-         * reuses tv counts on it being no larger than before. */
-        if (tv && r == 0) {
-            tv->tv_sec = 0;
-            tv->tv_usec = 0;
-        }
     }
     if (p != local) {
         int e = errno;

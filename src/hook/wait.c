@@ -5,6 +5,7 @@
 
 #include "hook/fdkind.h"
 #include "hook/real.h"
+#include "io/hook.h"
 
 #include <weft/io.h>
 #include <weft/timer.h>
@@ -76,18 +77,15 @@ enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
         learn(fd, timeout_opt, c);
     if (c->nonblock)
         return HOOK_EAGAIN;
-    int r;
-    weft__hook_pin();
+    uint64_t timeout = UINT64_MAX;
     if (c->deadline) {
         uint64_t now = hook_now();
-        r = now >= c->deadline
-                ? -ETIMEDOUT
-                : weft_wait_fd_for(fd, events, c->deadline - now);
-    } else {
-        r = weft_wait_fd(fd, events);
+        timeout = now >= c->deadline ? 0 : c->deadline - now;
     }
+    weft__hook_pin();
+    int r = weft__hook_wait_fd(fd, events, timeout);
     weft__hook_unpin();
-    if (r > 0)
+    if (r >= 0)
         return HOOK_RETRY;
     switch (r) {
     case -ETIMEDOUT:

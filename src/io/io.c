@@ -23,8 +23,9 @@
 #include <weft/io.h>
 
 #include "base/clock.h"
-#include "base/direct.h"
 #include "base/compiler.h"
+#include "base/direct.h"
+#include "io/hook.h"
 #include "io/netpoll.h"
 #include "sched/task.h"
 #include "sched/wait.h"
@@ -600,4 +601,30 @@ WEFT_EXPORT int weft_connect_for(int fd, const struct sockaddr *addr,
                                  socklen_t len, uint64_t timeout_ns)
 {
     return do_connect(fd, addr, len, timeout_ns, true);
+}
+
+/* ------------------------------------------------- the interposition library */
+
+/*
+ * For libweft-hook (src/hook/, io/hook.h): park the calling pool task
+ * until fd may be ready for `events`, at most timeout_ns (UINT64_MAX: no
+ * limit).  The hooked call has just tried and would block, so unlike
+ * weft_wait_fd this makes no readiness check of its own before or after
+ * the park (two ppoll calls per wait): a borrowed fd's registration is
+ * level-triggered and reports readiness that is already there at once.
+ * Returns the ready events, 0 (an owned fd moved on: try again), or the
+ * codes of weft_wait_fd_for.
+ */
+WEFT_EXPORT int weft__hook_wait_fd(int fd, unsigned events,
+                                   uint64_t timeout_ns)
+{
+    struct weft__fd *rec;
+    int err = weft__fd_get(fd, &rec);
+    if (err)
+        return err;
+    if (timeout_ns == 0)
+        return -ETIMEDOUT;
+    uint64_t deadline =
+        timeout_ns == UINT64_MAX ? 0 : weft__deadline_after(timeout_ns);
+    return weft__fd_park(rec, fd, events, weft__fd_seq(rec), deadline);
 }
