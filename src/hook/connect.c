@@ -24,7 +24,67 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+
+/* connect(2) with O_NONBLOCK set for the one call (fl: the flags to put
+ * back).  *err: its errno. */
+static int connect_nonblock(int fd, int fl, const struct sockaddr *addr,
+                            socklen_t len, int *err)
+{
+    if (REAL(fcntl)(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        /* Cannot make it non-blocking: libc's call, blocking. */
+        int r = REAL(connect)(fd, addr, len);
+        *err = errno;
+        return r;
+    }
+    int r = REAL(connect)(fd, addr, len);
+    *err = errno;
+    REAL(fcntl)(fd, F_SETFL, fl);
+    return r;
+}
+
+/*
+ * A unix socket's connect to a listener whose backlog is full: the
+ * non-blocking call says EAGAIN, and a blocking one waits for room, of
+ * which no readiness tells; so the task naps (50 us, doubling to 5 ms)
+ * and tries again, up to SO_SNDTIMEO (then EAGAIN, as Linux's).
+ */
+static int unix_connect(int fd, int fl, const struct sockaddr *addr,
+                        socklen_t len, int entry_errno)
+{
+    struct timeval tv = {0};
+    socklen_t tl = sizeof tv;
+    uint64_t deadline = UINT64_MAX;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 &&
+        (tv.tv_sec > 0 || tv.tv_usec > 0))
+        deadline = hook_now() + (uint64_t)tv.tv_sec * 1000000000u +
+                   (uint64_t)tv.tv_usec * 1000u;
+    uint64_t nap = 50000;
+    for (;;) {
+        if (hook_now() >= deadline) {
+            errno = EAGAIN;
+            return -1;
+        }
+        if (hook_sleep(nap) == -ECANCELED) {
+            errno = ECANCELED;
+            return -1;
+        }
+        if (nap < 5000000)
+            nap *= 2;
+        int err;
+        int r = connect_nonblock(fd, fl, addr, len, &err);
+        if (r == 0) {
+            errno = entry_errno;
+            return 0;
+        }
+        if (err != EAGAIN) {
+            errno = err;
+            return -1;
+        }
+    }
+}
 
 HOOK_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -36,13 +96,10 @@ HOOK_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
         errno = entry_errno;
         return REAL(connect)(fd, addr, len);
     }
-    if (REAL(fcntl)(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        errno = entry_errno;
-        return REAL(connect)(fd, addr, len);
-    }
-    int r = REAL(connect)(fd, addr, len);
-    int err = errno;
-    REAL(fcntl)(fd, F_SETFL, fl);
+    int err;
+    int r = connect_nonblock(fd, fl, addr, len, &err);
+    if (r < 0 && err == EAGAIN && addr && addr->sa_family == AF_UNIX)
+        return unix_connect(fd, fl, addr, len, entry_errno);
     if (r == 0 || err != EINPROGRESS) {
         errno = r == 0 ? entry_errno : err;
         return r;

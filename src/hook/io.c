@@ -77,6 +77,12 @@ static void op_advance(struct sock_op *op, size_t n)
         return;
     }
     struct msghdr *m = op->msg;
+    if (n && op->kind == OP_SENDMSG) {
+        /* The kernel sent the ancillary data (SCM_RIGHTS...) with the
+         * first bytes: the rest goes without it. */
+        m->msg_control = NULL;
+        m->msg_controllen = 0;
+    }
     while (n && m->msg_iovlen) {
         struct iovec *v = m->msg_iov;
         if (n < v->iov_len) {
@@ -98,6 +104,17 @@ static size_t op_total(const struct sock_op *op)
     for (size_t i = 0; i < op->msg->msg_iovlen; i++)
         t += op->msg->msg_iov[i].iov_len;
     return t;
+}
+
+/* The end of a call that fails after moving some bytes: their count, with
+ * errno as on entry (a call that succeeds leaves it alone); -1 with the
+ * failure's errno if none moved. */
+static ssize_t partial(size_t done, int entry_errno)
+{
+    if (!done)
+        return -1;
+    errno = entry_errno;
+    return (ssize_t)done;
 }
 
 /*
@@ -125,13 +142,15 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
         tried = false;
         if (r >= 0) {
             done += (size_t)r;
-            if (!whole || done >= total || (r == 0 && !op_sends(op)))
+            if (!whole || done >= total || (r == 0 && !op_sends(op))) {
+                errno = entry_errno;
                 return (ssize_t)done;
+            }
             op_advance(op, (size_t)r);
             continue;
         }
         if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return done ? (ssize_t)done : -1;
+            return partial(done, entry_errno);
         int err;
         switch (hook_wait(fd, events, timeout_opt, &c)) {
         case HOOK_RETRY:
@@ -148,12 +167,10 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
             r = op_call(fd, op, op->flags);
             if (r >= 0)
                 return (ssize_t)(done + (size_t)r);
-            return done ? (ssize_t)done : -1;
+            return partial(done, entry_errno);
         }
-        if (done)
-            return (ssize_t)done;
         errno = err;
-        return -1;
+        return partial(done, entry_errno);
     }
 }
 
@@ -182,12 +199,37 @@ HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
     return sock_loop(fd, &op, false, false);
 }
 
+/* fds received with SCM_RIGHTS are new numbers, perhaps of files the
+ * hook knew under that number before: what it knew goes. */
+static void received_fds(const struct msghdr *msg, ssize_t r)
+{
+    if (r < 0 || !msg->msg_control || !msg->msg_controllen)
+        return;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)msg); c;
+         c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const unsigned char *p = CMSG_DATA(c);
+        for (size_t i = 0; i < n; i++) {
+            int nfd;
+            memcpy(&nfd, p + i * sizeof nfd, sizeof nfd);
+            fdkind_set(nfd, FD_UNKNOWN);
+        }
+    }
+}
+
 HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-    if (!hook_flags(flags))
-        return REAL(recvmsg)(fd, msg, flags);
-    struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
-    return sock_loop(fd, &op, false, false);
+    ssize_t r;
+    if (!hook_flags(flags)) {
+        r = REAL(recvmsg)(fd, msg, flags);
+    } else {
+        struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
+        r = sock_loop(fd, &op, false, false);
+    }
+    received_fds(msg, r);
+    return r;
 }
 
 HOOK_API ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -302,9 +344,11 @@ HOOK_API ssize_t write(int fd, const void *buf, size_t len)
                          .len = len - done};
     /* A partial send or EAGAIN: the buffer is full, so park first. */
     r = sock_loop(fd, &op, true, true);
-    if (r < 0)
-        return done ? (ssize_t)done : r;
-    return (ssize_t)done + r;
+    if (r < 0 && done) {
+        errno = entry_errno;
+        return (ssize_t)done;
+    }
+    return r < 0 ? r : (ssize_t)done + r;
 }
 
 HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
@@ -366,9 +410,11 @@ HOOK_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     if (copy != local)
         free(copy);
     errno = e;
-    if (more < 0)
-        return done ? (ssize_t)done : more;
-    return (ssize_t)(done + (size_t)more);
+    if (more < 0 && done) {
+        errno = entry_errno;
+        return (ssize_t)done;
+    }
+    return more < 0 ? more : (ssize_t)(done + (size_t)more);
 }
 
 /* _FORTIFY_SOURCE's checked reads: glibc's check, then ours. */

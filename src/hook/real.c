@@ -59,6 +59,8 @@ __attribute__((constructor(101))) void weft_hook_resolve(void)
     LOOK_UP(getnameinfo);
     LOOK_UP(close);
     LOOK_UP(socket);
+    LOOK_UP(socketpair);
+    LOOK_UP(dup);
     LOOK_UP(dup2);
     LOOK_UP(dup3);
     LOOK_UP(fcntl);

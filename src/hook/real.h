@@ -53,6 +53,8 @@ struct weft_hook_real {
     int (*pthread_mutex_lock)(pthread_mutex_t *);
     int (*close)(int);
     int (*socket)(int, int, int);
+    int (*socketpair)(int, int, int, int[2]);
+    int (*dup)(int);
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
