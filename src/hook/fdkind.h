@@ -27,6 +27,13 @@
  * call) leaves a stale answer: a socket made non-blocking that way could
  * park where libc says EAGAIN (docs/foreign.md says so).
  *
+ * Request and reply.  A client that sends a request and reads the reply
+ * finds nothing to read on its first try, every time: a system call that
+ * fails.  So a socket whose last receive had to park parks first on the
+ * next one (its registration is level-triggered: a reply that is already
+ * there is reported at once), until a receive fills the caller's buffer
+ * (a stream, where a try would have found data).
+ *
  * fds at or above FDKIND_MAX are always tried and always asked.
  */
 #ifndef WEFT_HOOK_FDKIND_H
@@ -44,6 +51,10 @@ enum {
     FD_RCVTIMEO = 16,
     FD_SNDTIMEO = 32,
 };
+/* Not a mode bit (kept across generations): the last receive on this
+ * socket had to park, so the next one parks first (hook/io.c,
+ * parks_first). */
+enum { FD_WAITS = 64 };
 #define FD_GEN_SHIFT 8
 #define FDKIND_MAX 65536
 

@@ -106,6 +106,26 @@ static size_t op_total(const struct sock_op *op)
     return t;
 }
 
+/* Whether a receive on fd should park before its first try: a blocking
+ * socket (as kept: hook/fdkind.h) whose last receive had to park. */
+static bool parks_first(int fd)
+{
+    uint32_t info = fdinfo_get(fd);
+    return (info & (FD_KIND | FD_WAITS | FD_MODE_KNOWN | FD_NONBLOCK)) ==
+               (FD_SOCKET | FD_WAITS | FD_MODE_KNOWN) &&
+           info >> FD_GEN_SHIFT == mode_gen();
+}
+
+/* Note how a receive went: it had to park (waits), or it filled the
+ * buffer (a stream: try first next time). */
+static void note_receive(int fd, bool waits)
+{
+    uint32_t info = fdinfo_get(fd);
+    uint32_t want = waits ? info | FD_WAITS : info & ~(uint32_t)FD_WAITS;
+    if (want != info && (info & FD_KIND) == FD_SOCKET)
+        fdinfo_set(fd, want);
+}
+
 /* The end of a call that fails after moving some bytes: their count, with
  * errno as on entry (a call that succeeds leaves it alone); -1 with the
  * failure's errno if none moved. */
@@ -134,6 +154,7 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
     int timeout_opt = op_sends(op) ? SO_SNDTIMEO : SO_RCVTIMEO;
     size_t total = whole ? op_total(op) : 0;
     size_t done = 0;
+    bool parked = false;
     for (;;) {
         /* `tried`: the caller's own first try would have blocked. */
         ssize_t r = tried ? -1 : op_call(fd, op, op->flags | MSG_DONTWAIT);
@@ -142,6 +163,10 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
         tried = false;
         if (r >= 0) {
             done += (size_t)r;
+            if (!op_sends(op) && parked && (op->kind == OP_RECVMSG
+                                                ? false
+                                                : (size_t)r == op->len))
+                note_receive(fd, false);
             if (!whole || done >= total || (r == 0 && !op_sends(op))) {
                 errno = entry_errno;
                 return (ssize_t)done;
@@ -154,6 +179,9 @@ static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
         int err;
         switch (hook_wait(fd, events, timeout_opt, &c)) {
         case HOOK_RETRY:
+            if (!op_sends(op) && !parked)
+                note_receive(fd, true);
+            parked = true;
             errno = entry_errno;
             continue;
         case HOOK_EAGAIN:
@@ -186,7 +214,7 @@ HOOK_API ssize_t recv(int fd, void *buf, size_t len, int flags)
         return REAL(recv)(fd, buf, len, flags);
     struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len,
                          .flags = flags};
-    return sock_loop(fd, &op, flags & MSG_WAITALL, false);
+    return sock_loop(fd, &op, flags & MSG_WAITALL, parks_first(fd));
 }
 
 HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -308,6 +336,10 @@ HOOK_API ssize_t read(int fd, void *buf, size_t len)
 {
     if (!maybe_socket(fd))
         return REAL(read)(fd, buf, len);
+    if (parks_first(fd)) {
+        struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len};
+        return sock_loop(fd, &op, false, true);
+    }
     int entry_errno = errno;
     /* The first try here, so that a non-socket costs one failed call. */
     ssize_t r = REAL(recv)(fd, buf, len, MSG_DONTWAIT);

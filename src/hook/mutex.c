@@ -29,7 +29,10 @@ HOOK_API int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (!weft__hook_here())
         return REAL(pthread_mutex_lock)(m);
-    int r = pthread_mutex_trylock(m);
+    /* libc's trylock, not the program's view of it: a sanitizer that
+     * intercepts both (ThreadSanitizer) records the lock once, in its
+     * own pthread_mutex_lock, which called this one. */
+    int r = REAL(pthread_mutex_trylock)(m);
     if (r != EBUSY)
         return r;
     int entry_errno = errno;
@@ -45,7 +48,7 @@ HOOK_API int pthread_mutex_lock(pthread_mutex_t *m)
         }
         if (nap < NAP_MAX_NS)
             nap *= 2;
-        r = pthread_mutex_trylock(m);
+        r = REAL(pthread_mutex_trylock)(m);
     } while (r == EBUSY);
     errno = entry_errno;
     return r;

@@ -55,7 +55,7 @@ static void learn(int fd, int timeout_opt, struct hook_call *c)
             if (timeout_of(fd, SO_SNDTIMEO))
                 mode |= FD_SNDTIMEO;
         }
-        info = (info & FD_KIND) | mode | gen << FD_GEN_SHIFT;
+        info = (info & (FD_KIND | FD_WAITS)) | mode | gen << FD_GEN_SHIFT;
         fdinfo_set(fd, info);
     }
     if (info & FD_NONBLOCK) {
