@@ -995,8 +995,12 @@ static void *mode_changes(void *arg)
         struct {
             int64_t tv_sec, tv_usec;
         } tv = {0, 50000};
-        CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO_NEW, &tv, sizeof tv),
-                 0);
+        /* qemu-user 7.2 does not know the option (ENOPROTOOPT): nothing
+         * to check there. */
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO_NEW, &tv, sizeof tv) != 0) {
+            CHECK_EQ(errno, ENOPROTOOPT);
+            goto no_new_timeo;
+        }
         char b[16];
         uint64_t start = wt_now_ns();
         e->fd = sv[1];
@@ -1012,6 +1016,7 @@ static void *mode_changes(void *arg)
         hk_set_timeo(fd, SO_RCVTIMEO, 0);
         recv_waits(e, fd, sv[1], "after SO_RCVTIMEO_NEW 0");
     }
+no_new_timeo:
 #endif
 
     /* A number reused: a blocking socket the hook has waited on is
