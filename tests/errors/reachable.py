@@ -205,7 +205,12 @@ def analyse(src_dir):
     statics = {}    # (file, name) -> key
     proto_doc = {}  # name -> comment of a prototype
     public = set()
-    for root, _, files in os.walk(src_dir):
+    for root, dirs, files in os.walk(src_dir):
+        # src/hook/ is another library (libweft-hook.so), whose functions
+        # are libc's names (read, pthread_mutex_lock...): libweft's own
+        # calls of those names are libc's, not these.
+        if os.path.relpath(root, src_dir) == '.':
+            dirs[:] = [d for d in dirs if d != 'hook']
         for f in sorted(files):
             if not f.endswith(('.c', '.h')):
                 continue
