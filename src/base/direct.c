@@ -3,5 +3,5 @@
  */
 #include "base/direct.h"
 
-__thread unsigned weft__direct_calls
+__thread _Atomic unsigned weft__direct_calls
     __attribute__((tls_model("initial-exec")));

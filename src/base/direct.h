@@ -18,18 +18,36 @@
 #define WEFT_BASE_DIRECT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
-extern __thread unsigned weft__direct_calls
+/* Relaxed atomic loads and stores, not increments: plain moves, as a
+ * plain variable's would be, but ThreadSanitizer, which sees the tasks
+ * that a thread runs in turn as fibers, does not take their accesses to
+ * their thread's counter for a race. */
+extern __thread _Atomic unsigned weft__direct_calls
     __attribute__((tls_model("initial-exec")));
 
 static inline void weft__direct_begin(void)
 {
-    weft__direct_calls++;
+    atomic_store_explicit(
+        &weft__direct_calls,
+        atomic_load_explicit(&weft__direct_calls, memory_order_relaxed) + 1,
+        memory_order_relaxed);
 }
 
 static inline void weft__direct_end(void)
 {
-    weft__direct_calls--;
+    atomic_store_explicit(
+        &weft__direct_calls,
+        atomic_load_explicit(&weft__direct_calls, memory_order_relaxed) - 1,
+        memory_order_relaxed);
+}
+
+/* Whether the calling thread is inside one of weft's direct calls. */
+static inline bool weft__direct_now(void)
+{
+    return atomic_load_explicit(&weft__direct_calls, memory_order_relaxed);
 }
 
 /* pthread_mutex_lock for weft's own mutexes (never a park; see above). */

@@ -41,7 +41,7 @@
 WEFT_EXPORT int weft__hook_here(void)
 {
     struct weft__worker *w = weft__sched_tls.worker;
-    if (!w || w->index >= w->pool->nworkers || weft__direct_calls)
+    if (!w || w->index >= w->pool->nworkers || weft__direct_now())
         return 0;
     return weft__task_current() != NULL;
 }
