@@ -463,15 +463,14 @@ void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
  * library must continue on the thread it parked on (docs/design.md,
  * "Foreign blocking calls"), so its wake queues it on that worker's own
  * pinned queue, which only that worker takes from: after its LIFO slot
- * and its deque, before the global queue, and first among the sources of
- * the fairness tick, so that neither side starves the other (a hundred
- * pinned clients per worker, each woken by the netpoller, would keep the
- * queue full; taken first on every pass, they kept a timer's task waiting
- * 10 ms).  No lost wakeup, by the idle
- * lock: the waker's enqueue comes before its critical section, where it
- * reads whether w is on the idle list (and how it sleeps); w joins the list
- * in its own critical section and only then looks at its pinned queue
- * (park_worker).  If the waker's section comes first, w's look follows
+ * and its deque, before the global queue, and at the fairness tick right
+ * after the global queue, so that neither side starves the other (a
+ * hundred pinned clients per worker, each woken by the netpoller, keep
+ * the queue full; taken first on every pass, they kept a timer's task
+ * waiting 10 ms).  No lost wakeup, by the idle lock: the waker's enqueue
+ * comes before its critical section, where it reads whether w is on the
+ * idle list (and how it sleeps); w joins the list in its own critical
+ * section and only then looks at its pinned queue (park_worker).  If the waker's section comes first, w's look follows
  * it and sees the task; if w's comes first, the waker sees w idle and
  * wakes it (the parker and the poller's eventfd keep a wake that comes
  * before the sleep).  A waker outside the pool counts itself in
@@ -1076,8 +1075,8 @@ find_work(struct weft__worker *w)
             return NULL;
         }
         if (++w->tick % GLOBAL_EVERY == 0) {
-            /* Fairness: the global queue, the yielded, then our own
-             * oldest task. */
+            /* Fairness: the global queue, the pinned, the yielded, then
+             * our own oldest task. */
             t = take_global(w);
             if (!t && unlikely(pinned_waiting(w)))
                 t = take_pinned(w);
