@@ -91,26 +91,27 @@ static void fcntl_done(int fd, int cmd, int r)
 HOOK_API int hook_fcntl(int fd, int cmd, ...) __asm__("fcntl");
 HOOK_API int hook_fcntl64(int fd, int cmd, ...) __asm__("fcntl64");
 
+/* The argument read as a pointer, handed to libc's function of the same
+ * name, then noted. */
+#define FORWARD_FCNTL(real)                                             \
+    do {                                                                \
+        va_list ap;                                                     \
+        va_start(ap, cmd);                                              \
+        void *arg = va_arg(ap, void *);                                 \
+        va_end(ap);                                                     \
+        int r = REAL(real)(fd, cmd, arg);                               \
+        fcntl_done(fd, cmd, r);                                         \
+        return r;                                                       \
+    } while (0)
+
 HOOK_API int hook_fcntl(int fd, int cmd, ...)
 {
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    int r = REAL(fcntl)(fd, cmd, arg);
-    fcntl_done(fd, cmd, r);
-    return r;
+    FORWARD_FCNTL(fcntl);
 }
 
 HOOK_API int hook_fcntl64(int fd, int cmd, ...)
 {
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    int r = REAL(fcntl64)(fd, cmd, arg);
-    fcntl_done(fd, cmd, r);
-    return r;
+    FORWARD_FCNTL(fcntl64);
 }
 
 HOOK_API int ioctl(int fd, unsigned long request, ...)

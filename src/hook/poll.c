@@ -182,25 +182,13 @@ HOOK_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms,
     return poll(fds, n, timeout_ms);
 }
 
-static bool valid_timespec(const struct timespec *ts)
-{
-    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
-}
-
-static uint64_t ns_of(const struct timespec *ts)
-{
-    if ((uint64_t)ts->tv_sec >= UINT64_MAX / 1000000000u - 1)
-        return UINT64_MAX - 1;
-    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
-
 HOOK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                    const sigset_t *sigmask)
 {
-    if (sigmask || (ts && (!valid_timespec(ts) || ns_of(ts) == 0)) ||
+    if (sigmask || (ts && (!hook_timespec_valid(ts) || hook_ns_of(ts) == 0)) ||
         !weft__hook_here())
         return REAL(ppoll)(fds, n, ts, sigmask);
-    return hook_poll(fds, n, ts ? ns_of(ts) : UINT64_MAX);
+    return hook_poll(fds, n, ts ? hook_ns_of(ts) : UINT64_MAX);
 }
 
 HOOK_API int __ppoll_chk(struct pollfd *fds, nfds_t n,

@@ -14,18 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool valid(const struct timespec *ts)
-{
-    return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000 && ts->tv_sec >= 0;
-}
-
-static uint64_t ns_of(const struct timespec *ts)
-{
-    if ((uint64_t)ts->tv_sec >= UINT64_MAX / 1000000000u - 1)
-        return UINT64_MAX - 1;
-    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
-
 static struct timespec ts_of(uint64_t ns)
 {
     return (struct timespec){.tv_sec = (time_t)(ns / 1000000000u),
@@ -47,10 +35,10 @@ static int sleep_ns(uint64_t ns, uint64_t *left)
 
 HOOK_API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    if (!weft__hook_here() || !valid(req))
+    if (!weft__hook_here() || !hook_timespec_valid(req))
         return REAL(nanosleep)(req, rem);
     uint64_t left;
-    int err = sleep_ns(ns_of(req), &left);
+    int err = sleep_ns(hook_ns_of(req), &left);
     if (!err)
         return 0;
     if (err == ENOMEM) /* no timer: libc's sleep, blocking the worker */
@@ -65,13 +53,13 @@ HOOK_API int clock_nanosleep(clockid_t clock, int flags,
                              const struct timespec *req, struct timespec *rem)
 {
     if ((clock != CLOCK_MONOTONIC && clock != CLOCK_REALTIME) ||
-        !weft__hook_here() || !valid(req))
+        !weft__hook_here() || !hook_timespec_valid(req))
         return REAL(clock_nanosleep)(clock, flags, req, rem);
-    uint64_t ns = ns_of(req);
+    uint64_t ns = hook_ns_of(req);
     if (flags & TIMER_ABSTIME) {
         struct timespec now;
         clock_gettime(clock, &now);
-        uint64_t n = ns_of(&now);
+        uint64_t n = hook_ns_of(&now);
         ns = ns > n ? ns - n : 0;
     }
     uint64_t left;

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "sched/hook.h"
 
@@ -49,5 +50,20 @@ int hook_sleep(uint64_t ns);
 
 /* CLOCK_MONOTONIC now, in ns. */
 uint64_t hook_now(void);
+
+/* A timespec as a time in the kernel's range (nanoseconds below a
+ * second, nothing negative), and its value in ns (near UINT64_MAX for
+ * one too large to count). */
+static inline bool hook_timespec_valid(const struct timespec *ts)
+{
+    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000;
+}
+
+static inline uint64_t hook_ns_of(const struct timespec *ts)
+{
+    if ((uint64_t)ts->tv_sec >= UINT64_MAX / 1000000000u - 1)
+        return UINT64_MAX - 1;
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
 
 #endif /* WEFT_HOOK_WAIT_H */
