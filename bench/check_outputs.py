@@ -5,7 +5,7 @@ A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
 runs `WEFT_BENCH --quick --only
 switch,memory,fib,yield,idle,latency-read,echo --sweep 1,2 --json F [--plot
 G]` and checks the JSON against the schema documented in bench/README.md
-(weft-bench/4): every key there, types, states, one run value per run for
+(weft-bench/5): every key there, types, states, one run value per run for
 measured implementations (and per extra figure: echo's latency percentiles
 and CPU time, yield's CPU time, idle's wait, latency-read's percentiles,
 ticks and CPU time), min <= median <= max, weft's ratio 1, echo alone
@@ -63,6 +63,7 @@ def main():
     if "scaling: speed-up over 1 worker" not in r.stdout:
         fail("no scaling table in the output of a sweep")
     scaling = r.stdout.split("scaling: speed-up over 1 worker", 1)[1]
+    scaling = scaling.split("\ncounted, per operation", 1)[0]
     rows = [l.split()[0] for l in scaling.splitlines()[1:] if l[:1].strip()]
     if ("fib" not in rows or "yield" not in rows or "idle" in rows
             or "latency-read" in rows):
@@ -71,7 +72,7 @@ def main():
 
     with open(jpath) as f:
         d = json.load(f)
-    if need(d, "schema", str, "") != "weft-bench/4":
+    if need(d, "schema", str, "") != "weft-bench/5":
         fail("schema is %r" % d["schema"])
     need(d, "date", str, "")
     m = need(d, "machine", dict, "")
@@ -79,6 +80,18 @@ def main():
     need(m, "cpus", int, "machine")
     need(m, "kernel", str, "machine")
     need(m, "memory_bytes", int, "machine")
+    need(m, "vendor", str, "machine")
+    need(m, "family", int, "machine")
+    need(m, "model", int, "machine")
+    need(m, "meltdown", str, "machine")
+    need(m, "page_table_isolation", bool, "machine")
+    if need(m, "syscalls_counted", bool, "machine"):
+        if m.get("syscalls_why") is not None:
+            fail("machine: syscalls counted, yet a reason why not")
+    else:
+        need(m, "syscalls_why", str, "machine")
+    if "\ncounted, per operation" not in r.stdout:
+        fail("no counted table in the output")
     b = need(d, "build", dict, "")
     for k in ("weft_version", "compiler", "optimization", "sanitize", "event"):
         need(b, k, str, "build")
@@ -131,7 +144,27 @@ def main():
                     fail("%s/%s: not one value per run" % (where, name))
                 if state == "ok":
                     need(e, "median", (int, float), where + "/" + name)
+            counted = i.get("counted_per_op", "missing")
+            if counted == "missing":
+                fail("%s: no counted_per_op" % where)
             if state == "ok":
+                # Every measurement runs in a child: all are counted.
+                if not isinstance(counted, dict) or sorted(counted) != sorted(
+                        ["cpu_ns", "minflt", "nvcsw", "nivcsw", "syscalls"]):
+                    fail("%s: counted_per_op %r" % (where, counted))
+                for name, e in counted.items():
+                    cr = need(e, "runs", list, where + "/" + name)
+                    if len(cr) != len(vals):
+                        fail("%s/%s: not one count per run" % (where, name))
+                    med = e.get("median")
+                    if name == "syscalls" and not m["syscalls_counted"]:
+                        if med is not None:
+                            fail("%s: syscalls counted, the machine says "
+                                 "not" % where)
+                    elif not isinstance(med, (int, float)) or med < 0:
+                        fail("%s/%s: median %r" % (where, name, med))
+                if counted["cpu_ns"]["median"] <= 0:
+                    fail("%s: no CPU time counted" % where)
                 if len(vals) != runs:
                     fail("%s: %d run values, %d runs" % (where, len(vals), runs))
                 lo, med, hi = i["min"], i["median"], i["max"]

@@ -95,6 +95,31 @@ static void write_impl(FILE *f, const bench_cell *c, size_t k)
         fputs(", \"max\": ", f);
         jnum(f, r->max);
     }
+    fputs(",\n         \"counted_per_op\": ", f);
+    if (r->counted_runs == 0) {
+        fputs("null", f);
+    } else {
+        fputs("{", f);
+        for (size_t e = 0; e < BENCH_NCOUNTS; e++) {
+            fputs(e > 0 ? ", " : "", f);
+            jstr(f, bench_count_names[e]);
+            fputs(": {\"runs\": [", f);
+            for (unsigned j = 0; j < r->counted_runs; j++) {
+                fputs(j > 0 ? ", " : "", f);
+                if (r->count_runs[e][j] < 0.0)
+                    fputs("null", f);
+                else
+                    jnum(f, r->count_runs[e][j]);
+            }
+            fputs("], \"median\": ", f);
+            if (r->count_median[e] < 0.0)
+                fputs("null", f);
+            else
+                jnum(f, r->count_median[e]);
+            fputs("}", f);
+        }
+        fputs("}", f);
+    }
     fputs(", \"ratio\": ", f);
     if (ratio >= 0.0)
         jnum(f, ratio);
@@ -113,13 +138,27 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fprintf(stderr, "weft-bench: --json %s: %s\n", path, strerror(errno));
         return rc;
     }
-    fputs("{\n  \"schema\": \"weft-bench/4\",\n  \"date\": ", f);
+    fputs("{\n  \"schema\": \"weft-bench/5\",\n  \"date\": ", f);
     jstr(f, m->date);
     fputs(",\n  \"machine\": {\"cpu\": ", f);
     jstr(f, m->cpu);
     fprintf(f, ", \"cpus\": %u, \"kernel\": ", m->cpus);
     jstr(f, m->kernel);
-    fprintf(f, ", \"memory_bytes\": %llu},\n", (unsigned long long)m->mem_bytes);
+    fprintf(f, ", \"memory_bytes\": %llu,\n              \"vendor\": ",
+            (unsigned long long)m->mem_bytes);
+    jstr(f, m->vendor);
+    fprintf(f, ", \"family\": %d, \"model\": %d, \"meltdown\": ", m->family,
+            m->model);
+    jstr(f, m->meltdown);
+    fprintf(f, ", \"page_table_isolation\": %s,\n              "
+               "\"syscalls_counted\": %s, \"syscalls_why\": ",
+            strstr(m->meltdown, "PTI") != NULL ? "true" : "false",
+            m->syscalls_counted ? "true" : "false");
+    if (m->syscalls_counted)
+        fputs("null", f);
+    else
+        jstr(f, m->syscalls_why);
+    fputs("},\n", f);
     fputs("  \"build\": {\"weft_version\": ", f);
     jstr(f, BENCH_WEFT_VERSION);
     fputs(", \"compiler\": ", f);

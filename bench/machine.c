@@ -4,11 +4,13 @@
  * field falls back to "unknown"/0 rather than failing the run.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "results.h"
 
 /* The value of the first /proc/cpuinfo line starting with key, if any. */
@@ -60,4 +62,23 @@ void bench_machine_read(bench_machine *m)
     m->mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
     if (gmtime_r(&now, &tm) != NULL)
         strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    /* Why a row may move on another machine: the vendor and generation
+     * (family 26 is AMD Zen 5), and whether every system call pays for
+     * page-table isolation. */
+    char num[32];
+    if (!cpuinfo_field("vendor_id", m->vendor, sizeof m->vendor) &&
+        !cpuinfo_field("CPU implementer", m->vendor, sizeof m->vendor))
+        snprintf(m->vendor, sizeof m->vendor, "unknown");
+    m->family = cpuinfo_field("cpu family", num, sizeof num) ? atoi(num) : -1;
+    m->model = cpuinfo_field("model\t", num, sizeof num) ? atoi(num) : -1;
+    FILE *f = fopen("/sys/devices/system/cpu/vulnerabilities/meltdown", "r");
+    if (f == NULL || fgets(m->meltdown, sizeof m->meltdown, f) == NULL)
+        snprintf(m->meltdown, sizeof m->meltdown, "unknown");
+    m->meltdown[strcspn(m->meltdown, "\n")] = '\0';
+    if (f != NULL)
+        fclose(f);
+    m->syscalls_counted = bench_counters_syscalls();
+    snprintf(m->syscalls_why, sizeof m->syscalls_why, "%s",
+             bench_counters_why());
 }

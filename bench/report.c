@@ -9,7 +9,10 @@
  * sweep (two or more worker counts), a scaling table follows: for each
  * pooled workload and implementation, the speed-up at each worker count
  * over the smallest one (1 unless the sweep leaves it out), the median
- * value beside it.
+ * value beside it.  Then the counted table: per operation, the medians of
+ * what each measurement cost the kernel's counters (counters.h), which the
+ * clock hides and which move with the machine (a system call costs several
+ * times more under page-table isolation).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -128,7 +131,9 @@ static void print_rows(const row *rows, size_t nrows, size_t ncols,
     }
 }
 
-static void print_main_table(const bench_run *run)
+/* Rows for a table of one row per implementation and cell, the first
+ * one the heading; NULL (said) when out of memory. */
+static row *table_rows(const bench_run *run, const char *const head[NCOLS])
 {
     size_t nrows = 1;
     row *rows;
@@ -138,13 +143,23 @@ static void print_main_table(const bench_run *run)
     rows = calloc(nrows, sizeof *rows);
     if (rows == NULL) {
         perror("weft-bench");
-        return;
+        return NULL;
     }
+    for (size_t j = 0; j < NCOLS; j++)
+        snprintf(rows[0].col[j], sizeof rows[0].col[j], "%s", head[j]);
+    return rows;
+}
+
+static void print_main_table(const bench_run *run)
+{
     static const char *const head[NCOLS] = {
         "workload", "N", "T", "impl", "median", "min-max", "unit", "",
     };
-    for (size_t j = 0; j < NCOLS; j++)
-        snprintf(rows[0].col[j], sizeof rows[0].col[j], "%s", head[j]);
+    size_t nrows;
+    row *rows = table_rows(run, head);
+
+    if (rows == NULL)
+        return;
     snprintf(rows[0].tail, sizeof rows[0].tail, "ratio");
     nrows = 1;
     for (size_t i = 0; i < run->ncells; i++)
@@ -220,7 +235,66 @@ static void print_scaling_table(const bench_run *run)
     free(rows);
 }
 
-void report_print(const bench_run *run)
+/* A counted figure: three significant digits, "-" when not counted. */
+static void fmt_count(char *buf, size_t len, double v)
+{
+    if (v < 0.0)
+        snprintf(buf, len, "-");
+    else if (v == 0.0)
+        snprintf(buf, len, "0");
+    else
+        snprintf(buf, len, "%.3g", v);
+}
+
+static const bool counted_align[NCOLS] = {
+    false, true, false, true, true, true, true, true,
+};
+
+static void print_counted_table(const bench_run *run, const bench_machine *m)
+{
+    static const char *const head[NCOLS] = {
+        "workload", "T", "impl", "cpu us", "faults", "vcsw", "ivcsw",
+        "syscalls",
+    };
+    size_t nrows = 1;
+    row *rows = table_rows(run, head);
+
+    if (rows == NULL)
+        return;
+    for (size_t i = 0; i < run->ncells; i++) {
+        const bench_cell *c = &run->cells[i];
+
+        for (size_t k = 0; k < c->nimpl; k++) {
+            const impl_result *r = &c->impl[k];
+            row *out = &rows[nrows++];
+
+            if (k == 0) {
+                snprintf(out->col[0], sizeof out->col[0], "%s", c->w->name);
+                snprintf(out->col[1], sizeof out->col[1], "%u", c->p.threads);
+            }
+            snprintf(out->col[2], sizeof out->col[2], "%s", r->name);
+            if (r->state != IMPL_OK || r->counted_runs == 0) {
+                snprintf(out->col[3], sizeof out->col[3], "-");
+                continue;
+            }
+            fmt_count(out->col[3], sizeof out->col[3],
+                      r->count_median[BENCH_COUNT_CPU] / 1e3);
+            for (size_t e = BENCH_COUNT_MINFLT; e < BENCH_NCOUNTS; e++)
+                fmt_count(out->col[3 + e], sizeof out->col[3 + e],
+                          r->count_median[e]);
+        }
+    }
+    printf("\ncounted, per operation (median; the whole process, start-up "
+           "included: counters.h): CPU time, minor page faults, voluntary and "
+           "involuntary context switches, system calls%s%s%s\n",
+           m->syscalls_counted ? "" : " (not counted: ",
+           m->syscalls_counted ? "" : m->syscalls_why,
+           m->syscalls_counted ? "" : ")");
+    print_rows(rows, nrows, NCOLS, counted_align);
+    free(rows);
+}
+
+void report_print(const bench_run *run, const bench_machine *m)
 {
     printf("weft-bench: median of %u run%s per implementation%s; "
            "ratio > 1 means weft is ahead (peer/weft, or weft/peer for "
@@ -230,4 +304,5 @@ void report_print(const bench_run *run)
     print_main_table(run);
     if (run->nthreads > 1)
         print_scaling_table(run);
+    print_counted_table(run, m);
 }

@@ -59,6 +59,9 @@ static void summarise(const bench_workload *w, impl_result *r)
     for (size_t e = 0; ok && e < results_extra_count(w); e++)
         ok = median_of(r->extra_runs[e], r->count, &r->extra_median[e], &lo,
                        &hi);
+    for (size_t e = 0; ok && r->counted_runs > 0 && e < BENCH_NCOUNTS; e++)
+        ok = median_of(r->count_runs[e], r->counted_runs, &r->count_median[e],
+                       &lo, &hi);
     if (!ok) {
         r->state = IMPL_FAILED;
         strcpy(r->why, "out of memory while summarising");

@@ -41,6 +41,12 @@ typedef struct impl_result {
     /* Filled by results_summarise() when count > 0. */
     double median, min, max;
     double extra_median[BENCH_MAX_EXTRA];
+    /* The counted figures per operation (counters.h), count of each, in
+     * run order; counted_runs of the runs had them (all or none, unless
+     * weft had to run in-process).  A syscalls figure < 0: not counted. */
+    double *count_runs[BENCH_NCOUNTS];
+    unsigned counted_runs;
+    double count_median[BENCH_NCOUNTS];
 } impl_result;
 
 typedef struct bench_cell {
@@ -99,12 +105,18 @@ typedef struct bench_machine {
     char kernel[128];   /* uname -srm */
     uint64_t mem_bytes;
     char date[32];      /* UTC, ISO 8601 */
+    char vendor[32];    /* vendor_id, or "unknown" */
+    int family, model;  /* cpu family and model; -1 unknown */
+    char meltdown[96];  /* /sys/.../vulnerabilities/meltdown: "Mitigation:
+                           PTI" means page-table isolation is on */
+    bool syscalls_counted; /* the syscalls column is measured */
+    char syscalls_why[160];/* why not, when it is not */
 } bench_machine;
 
 void bench_machine_read(bench_machine *m);
 
 /* report.c: the main table, then (with a sweep) the scaling table. */
-void report_print(const bench_run *run);
+void report_print(const bench_run *run, const bench_machine *m);
 
 /* json.c: writes the whole run to path.  0, or -errno (message printed). */
 int json_write(const char *path, const bench_run *run, const bench_machine *m);
@@ -114,7 +126,7 @@ bool plot_available(void);
 int plot_write(const char *path, const bench_run *run, const bench_machine *m);
 
 /* spawn.c: runs `prog [extra] WORKLOAD N THREADS` (the peer protocol, see
- * peers/peer.h).  Returns 0 with *out filled, 2 if the program has no such
+ * peers/peer.h).  Returns 0 with *out filled (its counts too), 2 if the program has no such
  * workload, -1 with why[] set on any failure. */
 int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
                   const bench_params *p, bench_sample *out, char *why,

@@ -65,6 +65,9 @@ int bench_server_start(const char *prog, unsigned threads, bench_server *s,
         close(s->fd);
         return -1;
     }
+    /* Its threads exist by now (a server makes its pool before it
+     * listens); the ones it makes later inherit the counters. */
+    bench_counters_attach(s->pid, &s->counting);
     return 0;
 }
 
@@ -73,8 +76,8 @@ static double seconds(const struct timeval *tv)
     return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
-int bench_server_stop(bench_server *s, double *cpu_seconds, char *why,
-                      size_t whylen)
+int bench_server_stop(bench_server *s, double *cpu_seconds,
+                      bench_counts *counts, char *why, size_t whylen)
 {
     char stop_why[160];
     struct rusage usage;
@@ -83,6 +86,7 @@ int bench_server_stop(bench_server *s, double *cpu_seconds, char *why,
     int status = wait_exit_usage(s->pid, STOP_MS, &usage, stop_why,
                                  sizeof stop_why);
     close(s->fd);
+    bench_counters_detach(&s->counting, &usage, counts);
     if (status != 0) {
         if (status > 0)
             snprintf(why, whylen, "after SIGTERM: exit status %d", status);

@@ -17,20 +17,24 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "counters.h"
+
 typedef struct bench_server {
     pid_t pid;
     int fd;        /* its stdout */
     unsigned port;
+    bench_count_attach counting; /* its system calls, once listening */
 } bench_server;
 
 /* Starts prog; 0 with *s filled, or -1 with why[] set. */
 int bench_server_start(const char *prog, unsigned threads, bench_server *s,
                        char *why, size_t whylen);
 
-/* SIGTERM, then waits: 0 with *cpu_seconds set, or -1 with why[] set
+/* SIGTERM, then waits: 0 with *cpu_seconds and *counts (its whole life's
+ * rusage, its system calls since it listened) set, or -1 with why[] set
  * (did not exit 0 in time). */
-int bench_server_stop(bench_server *s, double *cpu_seconds, char *why,
-                      size_t whylen);
+int bench_server_stop(bench_server *s, double *cpu_seconds,
+                      bench_counts *counts, char *why, size_t whylen);
 
 /* Runs a client program (argv[0] a path) to its end, its stdout into
  * out[len]: 0 if it exited 0, else -1 with why[] set. */

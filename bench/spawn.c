@@ -12,7 +12,8 @@
  *     any other exit, a signal, or no result line: failure
  *
  * The program runs with posix_spawn; its stdout comes back through a pipe,
- * its stderr goes straight to ours.
+ * its stderr goes straight to ours.  What it cost the kernel's counters
+ * (its rusage, its system calls) comes back with its result (counters.h).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
@@ -132,6 +133,8 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
     int fd;
     pid_t pid;
     int status;
+    struct rusage usage;
+    bench_count_mark mark;
 
     snprintf(n_arg, sizeof n_arg, "%" PRIu64, p->n);
     snprintf(t_arg, sizeof t_arg, "%u", p->threads);
@@ -143,15 +146,18 @@ int spawn_measure(const char *prog, const char *extra, const bench_workload *w,
     argv[argc++] = t_arg;
     argv[argc] = NULL;
 
+    bench_counters_mark(&mark);
     if (spawn_piped(argv, &pid, &fd, why, whylen) != 0)
         return -1;
     /* The first 4 KiB: the result line is all we need. */
     read_all(fd, buf, sizeof buf);
     close(fd);
 
-    status = wait_exit(pid, -1, why, whylen);
+    status = wait_exit_usage(pid, -1, &usage, why, whylen);
     if (status < 0)
         return -1;
+    bench_counters_child(&mark, &usage, &out->counts);
+    out->counted = true;
     if (status == 2)
         return 2;
     if (status != 0) {

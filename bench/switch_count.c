@@ -19,7 +19,7 @@
 int main(int argc, char **argv)
 {
     bench_params p = { .n = 0, .threads = 1 };
-    bench_sample s = { 0.0, 0, { 0.0 } };
+    bench_sample s = { .value = 0.0 };
     char *end;
     int rc;
 

@@ -9,9 +9,11 @@
  * How a run goes.  The selected workloads (bench/workloads.h) become cells:
  * one per workload, or, with --sweep, one per worker count for each pooled
  * workload.  For each cell, for run j = 1..R: one weft measurement (the
- * workload's run_weft, in this process, or in a fresh child process
- * `weft-bench --child WORKLOAD N T` for workloads that ask for one), then
- * one measurement of each of its peers (a separate program).  The
+ * workload's run_weft, in a fresh child process `weft-bench --child
+ * WORKLOAD N T`), then one measurement of each of its peers (a separate
+ * program), so that every implementation is measured alike, start-up
+ * included, and the kernel counts each one's system calls, page faults and
+ * context switches apart (counters.h).  The
  * implementations are interleaved run by run rather than measured in blocks,
  * so a slow drift of the machine (frequency, a noisy neighbour on a VM) hits
  * every implementation alike instead of biasing whichever ran last.  Each
@@ -396,7 +398,7 @@ static int child_main(int argc, char **argv)
     peer_args a;
     const bench_workload *w;
     bench_params p;
-    bench_sample s = { 0.0, 0, { 0.0 } };
+    bench_sample s = { .value = 0.0 };
     int rc;
 
     peer_parse_args(argc - 1, argv + 1, &a);
@@ -429,6 +431,17 @@ static void record(impl_result *r, const bench_cell *c, const bench_sample *s)
     for (size_t e = 0; e < results_extra_count(c->w); e++)
         r->extra_runs[e][r->count] = s->extra[e];
     r->runs[r->count++] = s->value;
+    if (s->counted) {
+        double ops = s->ops > 0.0 ? s->ops
+                     : c->w->ops != NULL ? (double)c->w->ops(&c->p)
+                                         : (double)c->p.n;
+        for (size_t e = 0; e < BENCH_NCOUNTS; e++) {
+            double v = s->counts.v[e];
+            r->count_runs[e][r->counted_runs] = v < 0.0 || ops <= 0.0
+                                                    ? -1.0 : v / ops;
+        }
+        r->counted_runs++;
+    }
 }
 
 /* Appends run j's outcome for r to the current progress line. */
@@ -475,6 +488,8 @@ static void make_cell(bench_cell *c, const bench_workload *w, unsigned threads,
         r->runs = xcalloc(o->runs, sizeof r->runs[0]);
         for (size_t e = 0; e < results_extra_count(w); e++)
             r->extra_runs[e] = xcalloc(o->runs, sizeof r->extra_runs[e][0]);
+        for (size_t e = 0; e < BENCH_NCOUNTS; e++)
+            r->count_runs[e] = xcalloc(o->runs, sizeof r->count_runs[e][0]);
         if (k == 0 && w->run_server != NULL && w->weft_server == NULL) {
             r->state = IMPL_SKIPPED;
             snprintf(r->why, sizeof r->why, "%s", w->weft_missing);
@@ -497,7 +512,7 @@ static void measure_server(bench_cell *c, size_t k, unsigned j,
                            const locations *at)
 {
     impl_result *r = &c->impl[k];
-    bench_sample s = { 0.0, 0, { 0.0 } };
+    bench_sample s = { .value = 0.0 };
     char path[2 * PATH_MAX];
 
     if (k == 0)
@@ -527,7 +542,7 @@ static void measure_server(bench_cell *c, size_t k, unsigned j,
 static void measure(bench_cell *c, size_t k, unsigned j, const locations *at)
 {
     impl_result *r = &c->impl[k];
-    bench_sample s = { 0.0, 0, { 0.0 } };
+    bench_sample s = { .value = 0.0 };
     char path[PATH_MAX + 64];
     int rc;
 
@@ -537,7 +552,10 @@ static void measure(bench_cell *c, size_t k, unsigned j, const locations *at)
         measure_server(c, k, j, at);
         return;
     }
-    if (k == 0 && !c->w->fresh_process) {
+    /* weft runs in a child process as the peers do, so that the kernel
+     * counts its measurement alone (counters.h); in this process only when
+     * its own executable cannot be found again (then uncounted). */
+    if (k == 0 && at->exe[0] == '\0' && !c->w->fresh_process) {
         rc = c->w->run_weft(&c->p, &s);
         if (rc != 0) {
             r->state = IMPL_FAILED;
@@ -598,6 +616,8 @@ int main(int argc, char **argv)
     nsel = select_workloads(o.only, sel);
 
     locate(&at, o.peer_dir);
+    /* Before the first child: they inherit its syscall counter. */
+    bench_counters_open();
 
     /* Numbers from a sanitized or unoptimized build measure the tooling. */
     if (strcmp(BENCH_SANITIZE, "none") != 0 && strcmp(BENCH_SANITIZE, "") != 0)
@@ -648,7 +668,9 @@ int main(int argc, char **argv)
     bench_machine_read(&machine);
     printf("weft-bench %s on %s (%u CPUs), %s; %s\n", BENCH_WEFT_VERSION,
            machine.cpu, machine.cpus, machine.kernel, BENCH_COMPILER);
-    report_print(&run);
+    printf("cpu: %s family %d model %d; meltdown: %s\n", machine.vendor,
+           machine.family, machine.model, machine.meltdown);
+    report_print(&run, &machine);
     if (o.json != NULL && json_write(o.json, &run, &machine) != 0)
         failed = true;
     if (o.plot != NULL) {

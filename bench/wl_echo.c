@@ -62,7 +62,8 @@ int bench_echo_run(const char *server, const char *bench_dir,
     snprintf(t_arg, sizeof t_arg, "%d", LOADGEN_THREADS);
     int measured = bench_run_client(argv, report, sizeof report, why, whylen);
     /* Stop it either way; a server that does not exit 0 fails the run. */
-    int stopped = bench_server_stop(&srv, &cpu, stop_why, sizeof stop_why);
+    int stopped = bench_server_stop(&srv, &cpu, &out->counts, stop_why,
+                                    sizeof stop_why);
     if (measured != 0)
         return -1;
     if (stopped != 0) {
@@ -76,6 +77,8 @@ int bench_echo_run(const char *server, const char *bench_dir,
     }
     out->value = rate;
     out->check = messages;
+    out->counted = true;
+    out->ops = (double)messages;
     out->extra[0] = p50;
     out->extra[1] = p99;
     out->extra[2] = messages ? cpu * 1e6 / (double)messages : 0.0;

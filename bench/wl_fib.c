@@ -99,6 +99,14 @@ static uint64_t fib_expect(const bench_params *p)
     return a;
 }
 
+/* The spawns of fib(N), one per call with n >= 2: fib(N + 1) - 1. */
+static uint64_t fib_ops(const bench_params *p)
+{
+    bench_params next = { .n = p->n + 1, .threads = p->threads };
+
+    return fib_expect(&next) - 1;
+}
+
 static const char *const fib_peers[] = {
     "go", "boost-fiber", "tbb", "openmp", "mutex-pool", NULL
 };
@@ -112,5 +120,6 @@ const bench_workload bench_wl_fib = {
     .pooled = true,
     .run_weft = fib_weft,
     .expect = fib_expect,
+    .ops = fib_ops,
     .peers = fib_peers,
 };

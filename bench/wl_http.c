@@ -54,7 +54,8 @@ static int run_http(const char *server, const char *bench_dir,
     snprintf(lua, sizeof lua, "%s/http/report.lua", bench_dir);
     snprintf(url, sizeof url, "http://127.0.0.1:%u/plaintext", srv.port);
     int measured = bench_run_client(argv, report, sizeof report, why, whylen);
-    int stopped = bench_server_stop(&srv, &cpu, stop_why, sizeof stop_why);
+    int stopped = bench_server_stop(&srv, &cpu, &out->counts, stop_why,
+                                    sizeof stop_why);
     if (measured != 0)
         return -1;
     if (stopped != 0) {
@@ -72,6 +73,8 @@ static int run_http(const char *server, const char *bench_dir,
     }
     out->value = (double)requests * 1e6 / (double)duration_us;
     out->check = errors;
+    out->counted = true;
+    out->ops = (double)requests;
     out->extra[0] = p50;
     out->extra[1] = p99;
     out->extra[2] = cpu * 1e6 / (double)requests;

@@ -50,7 +50,8 @@ static int run_kv(const char *server, const bench_params *p,
     snprintf(port_arg, sizeof port_arg, "%u", srv.port);
     snprintf(n_arg, sizeof n_arg, "%" PRIu64, p->n);
     int measured = bench_run_client(argv, report, sizeof report, why, whylen);
-    int stopped = bench_server_stop(&srv, &cpu, stop_why, sizeof stop_why);
+    int stopped = bench_server_stop(&srv, &cpu, &out->counts, stop_why,
+                                    sizeof stop_why);
     if (measured != 0)
         return -1;
     if (stopped != 0) {
@@ -81,6 +82,8 @@ static int run_kv(const char *server, const bench_params *p,
     }
     out->value = (double)(tests * p->n) / seconds;
     out->check = tests * p->n;
+    out->counted = true;
+    out->ops = (double)(tests * p->n);
     out->extra[0] = p50;
     out->extra[1] = p99;
     out->extra[2] = cpu * 1e6 / (double)(tests * p->n);

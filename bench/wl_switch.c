@@ -122,6 +122,12 @@ static uint64_t switch_expect(const bench_params *p)
     return p->n;
 }
 
+/* One-way switches: two per round trip. */
+static uint64_t switch_ops(const bench_params *p)
+{
+    return 2 * p->n;
+}
+
 static const char *const switch_peers[] = { "boost-context", "ucontext", NULL };
 
 const bench_workload bench_wl_switch = {
@@ -131,6 +137,7 @@ const bench_workload bench_wl_switch = {
     .default_n = 10000000,
     .run_weft = switch_weft,
     .expect = switch_expect,
+    .ops = switch_ops,
     .peers = switch_peers,
 };
 
@@ -142,5 +149,6 @@ const bench_workload bench_wl_switch_fp = {
     .default_n = 10000000,
     .run_weft = switch_fp_weft,
     .expect = switch_expect,
+    .ops = switch_ops,
     .peers = switch_peers,
 };

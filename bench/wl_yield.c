@@ -181,6 +181,7 @@ const bench_workload bench_wl_yield = {
     .pooled = true,
     .run_weft = yield_weft,
     .expect = yield_expect,
+    .ops = yield_expect, /* one per yield */
     .peers = yield_peers,
     .extra = yield_extra,
 };
@@ -195,6 +196,7 @@ const bench_workload bench_wl_yield_fp = {
     .pooled = true,
     .run_weft = yield_fp_weft,
     .expect = yield_expect,
+    .ops = yield_expect, /* one per yield */
     .peers = yield_peers,
     .extra = yield_extra,
 };

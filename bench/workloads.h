@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "counters.h"
+
 /* What one measurement is asked to do; the same for weft and the peers. */
 typedef struct bench_params {
     uint64_t n;         /* size: round trips, cycles, tasks... (per workload) */
@@ -45,6 +47,13 @@ typedef struct bench_sample {
     double value;       /* in the workload's unit (e.g. ns per switch)       */
     uint64_t check;     /* workload-defined; must equal expect(params)       */
     double extra[BENCH_MAX_EXTRA]; /* the workload's extra figures, in order */
+    /* Set by the runner, not by the workload: what the measuring process
+     * cost the kernel's counters (counters.h), when counted is true. */
+    bench_counts counts;
+    bool counted;
+    /* The operations it made, when the workload knows them only after the
+     * run (a server's requests); 0: bench_workload.ops. */
+    double ops;
 } bench_sample;
 
 typedef struct bench_workload {
@@ -99,6 +108,10 @@ typedef struct bench_workload {
      * or the workload's name when NULL (workloads that differ only in the
      * client's load, e.g. http and http-1k, share one program). */
     const char *server_suffix;
+    /* How many operations a measurement of size p makes, for the counted
+     * figures per operation (counters.h); NULL: N.  A server workload's
+     * are its check value (the messages or requests served). */
+    uint64_t (*ops)(const bench_params *p);
     /* A pooled workload whose value is no speed (idle's CPU time): a
      * --sweep still measures it at each worker count (main table, --json),
      * but it has no speed-up row in the scaling table and no panel in the
