@@ -141,6 +141,14 @@ WEFT_API int weft_task_cancel(weft_task *t);
  * A lazy t starts on the calling thread and runs there until it first
  * suspends (typically weft_schedule onto a pool); if it suspends while
  * belonging to no pool, it is resumed on this same thread when woken.
+ * When it moves to a pool that has an idle worker, the calling thread
+ * takes that worker's place and runs it on, on the pool (weft_pool_current
+ * says so), until it ends, waits, yields or moves again: the pool keeps
+ * its number of running threads, and the round trip sleeps and wakes
+ * nobody (Go's main goroutine).  The calling thread runs the task it
+ * waits for and the lazy tasks that one awaits, never another task: a
+ * lock it holds around the call is safe from unrelated tasks.  As after
+ * any call that can wait, t may continue on either thread.
  * Returns 0, -EINVAL (t NULL), -EDEADLK (called on a pool worker or inside a
  * coroutine: t is not consumed), -ENOMEM (t is lazy and no stack could be
  * had to start it: t is not consumed).
@@ -180,8 +188,10 @@ WEFT_API uint64_t weft_task_id(const weft_task *t);
 WEFT_API int weft_task_set_name(const char *name);
 
 /*
- * weft_schedule - in a task: suspend and continue on a worker of pool.
- * From a worker of the same pool it is a yield.
+ * weft_schedule - in a task: suspend and continue on a worker of pool
+ * (from weft_sync_wait's thread, possibly in an idle worker's place on
+ * that same thread: see weft_sync_wait).  From a worker of the same pool
+ * it is a yield.
  * Returns 0 (now on pool), -EINVAL (pool NULL), -EPERM (not in a task),
  * -ESHUTDOWN (pool is being destroyed: the caller did not move).
  */

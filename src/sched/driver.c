@@ -43,6 +43,20 @@ void weft__driver_finish(struct weft__driver *d)
     atomic_fetch_sub_explicit(&d->wakers, 1, memory_order_release);
 }
 
+/* Run t (and what it hands control to) here until it switches back to
+ * this thread's scheduler; a worker's place it took on the way (a move to
+ * a pool, pool.c "Lending") goes back then. */
+static void run_here(struct weft_task *t)
+{
+    weft__task_run(t);
+    struct weft__sched_thread *st = weft__sched_fresh();
+    struct weft__worker *lent = st->worker;
+    if (lent) {
+        st->worker = NULL;
+        weft__pool_unlend(lent);
+    }
+}
+
 static struct weft_task *driver_pop(struct weft__driver *d)
 {
     weft__spin_lock(&d->lock);
@@ -115,7 +129,7 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
                               (s & ~(uint64_t)WEFT__T_LIFECYCLE) |
                                   WEFT__T_RUNNING | WEFT__T_STARTED,
                               memory_order_relaxed);
-        weft__task_run(t);
+        run_here(t);
     } else {
         uintptr_t none = 0;
         if (!atomic_compare_exchange_strong_explicit(
@@ -128,7 +142,7 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
         struct weft_task *n = driver_pop(&d);
         if (n) {
             if (weft__task_claim_queued(n))
-                weft__task_run(n);
+                run_here(n);
             continue;
         }
         if (weft__timers_run(&d.timers, weft__now_ns()))

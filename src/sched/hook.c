@@ -41,7 +41,11 @@
 WEFT_EXPORT int weft__hook_here(void)
 {
     struct weft__worker *w = weft__sched_tls.worker;
-    if (!w || w->index >= w->pool->nworkers || weft__direct_now())
+    /* Not on a worker's place lent to a thread in weft_sync_wait (pool.c,
+     * "Lending"): a pinned task must come back to the thread it parked
+     * on, and that thread gives the place back when the task parks. */
+    if (!w || w->index >= w->pool->nworkers || weft__sched_tls.driver ||
+        weft__direct_now())
         return 0;
     return weft__task_current() != NULL;
 }
@@ -50,12 +54,16 @@ WEFT_EXPORT int weft__hook_here(void)
  * Only where weft__hook_here said yes. */
 WEFT_EXPORT void weft__hook_pin(void)
 {
-    weft__task_current()->pin = weft__sched_tls.worker;
+    struct weft__worker *w = weft__sched_tls.worker;
+    w->pins++; /* its own thread's count: a worker with pins is not lent */
+    weft__task_current()->pin = w;
 }
 
 WEFT_EXPORT void weft__hook_unpin(void)
 {
-    weft__task_current()->pin = NULL;
+    struct weft_task *t = weft__task_current();
+    t->pin->pins--; /* on the pinned thread, so its own count */
+    t->pin = NULL;
 }
 
 static const struct weft__wait_kind nap_kind = {WEFT__WR_MUTEX,

@@ -965,6 +965,14 @@ static bool park_worker(struct weft__worker *w)
     }
 
     weft__spin_lock(&p->idle_lock);
+    /* Lent meanwhile ("Lending" below): its place is another thread's
+     * until weft__pool_unlend, which wakes it as a waker would. */
+    while (w->lent) {
+        w->lent_wait = true;
+        weft__spin_unlock(&p->idle_lock);
+        weft__parker_park(&w->parker, 0, 0);
+        weft__spin_lock(&p->idle_lock);
+    }
     bool polled = w->in_poll;
     w->in_poll = false;
     if (w->idle) {
@@ -1004,6 +1012,91 @@ static bool park_worker(struct weft__worker *w)
         return false;
     }
     return true;
+}
+
+/*
+ * Lending (weft/task.h, weft_sync_wait; Go's handing of a P to the thread
+ * that runs the main goroutine).  A task started by weft_sync_wait that
+ * moves to a pool would cost two sleeps and two wakes per round trip if a
+ * worker ran it while the waiting thread slept: the waiting thread
+ * instead takes the place of an idle worker and runs the task itself, so
+ * the pool keeps its number of running threads and nothing sleeps.  The
+ * place is given back when the task first switches back to the waiting
+ * thread's scheduler (it ends, waits or yields): the thread runs no other
+ * task meanwhile, so a lock it held around weft_sync_wait is taken by
+ * nothing it runs (TBB's isolation problem).
+ *
+ * Who may be lent: a worker (not a spare) that sleeps on its parker (not
+ * in the poller, which it holds), with nothing of its own pending: its
+ * deque, LIFO slot and yielded FIFO empty, no timer armed on its heap
+ * (its sleep may end at that deadline), no task pinned to its thread
+ * (their wakes go to it alone).  Taking it off the idle list under
+ * idle_lock hands its records (deque owner's side, counters, timers,
+ * stats) to the borrowing thread, as a wake hands them to its own thread;
+ * giving it back under idle_lock hands them back.  Its own thread does not
+ * know: it still sleeps.  If it wakes meanwhile (its sleep's deadline, a
+ * wake-all), it finds `lent` under idle_lock and sleeps again with
+ * lent_wait set, and the giving back wakes it, counted as a searcher, as
+ * wakep would.  The giving back also wakes it when the borrower left it
+ * something to do (a spawned task in its deque, a woken one in its slot, a
+ * timer on its heap) or the pool is shutting down (its drain check);
+ * otherwise it goes back on the idle list, still asleep, as it was.
+ * No lost wakeup: a lent worker is neither idle nor spinning, like a busy
+ * worker, and everything queued on its own queues while lent is looked at
+ * by the giving back.
+ */
+static bool has_own_work(struct weft__worker *w)
+{
+    return weft__runq_len(&w->q) ||
+           atomic_load_explicit(&w->lifo, memory_order_relaxed) ||
+           !weft__yielded_looks_empty(&w->yielded) || pinned_waiting(w) ||
+           atomic_load_explicit(&w->timers.next, memory_order_relaxed) !=
+               UINT64_MAX;
+}
+
+struct weft__worker *weft__pool_lend(weft_pool *p)
+{
+    if (!atomic_load_explicit(&p->nidle, memory_order_relaxed) ||
+        atomic_load_explicit(&p->shutdown, memory_order_relaxed))
+        return NULL;
+    weft__spin_lock(&p->idle_lock);
+    struct weft__worker **link = &p->idle_list, *w;
+    while ((w = *link) &&
+           (w->in_poll || w->index >= p->nworkers || w->pins || has_own_work(w)))
+        link = &w->idle_next;
+    if (w) {
+        *link = w->idle_next;
+        w->idle = false;
+        w->lent = true;
+        atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+    }
+    weft__spin_unlock(&p->idle_lock);
+    return w;
+}
+
+void weft__pool_unlend(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    weft__spin_lock(&p->idle_lock);
+    w->lent = false;
+    bool wake = w->lent_wait || has_own_work(w) ||
+                atomic_load_explicit(&p->shutdown, memory_order_relaxed);
+    w->lent_wait = false;
+    if (wake) {
+        /* As wakep: off the list, counted as searching. */
+        w->woken = true;
+        atomic_fetch_add_explicit(&p->nspinning, 1, memory_order_seq_cst);
+    } else {
+        w->idle = true;
+        w->idle_next = p->idle_list;
+        p->idle_list = w;
+        /* seq_cst, as park_worker's: a submitter that reads nidle after
+         * this sees a sleeper to wake. */
+        atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
+    }
+    weft__spin_unlock(&p->idle_lock);
+    if (wake)
+        weft__parker_unpark(&w->parker);
 }
 
 /*

@@ -73,6 +73,16 @@ struct weft__worker {
                                      not on parker (under idle_lock)     */
     bool dirty;                   /* ran tasks since it last parked
                                      (pool.c, "Memory")                 */
+    /* Lent to a thread in weft_sync_wait (pool.c, "Lending"): taken off
+     * the idle list, its place held by that thread while it runs the task
+     * it waits for; lent_wait: its own thread woke meanwhile and waits to
+     * be given its place back.  Both under idle_lock. */
+    bool lent;
+    bool lent_wait;
+    /* Its tasks parked in a hooked call, pinned to its thread (sched/
+     * hook.c); only its thread changes it.  A worker with any is not lent:
+     * their wakes need its own thread. */
+    uint32_t pins;
     uint64_t trim_at;             /* when it gives memory back if still
                                      idle; 0: nothing owed              */
     struct weft__worker *idle_next;
@@ -272,6 +282,12 @@ int weft__pool_timer_add(weft_pool *pool, struct weft__timer *tm,
  * thread (the drain accounting of shutdown, pool.c).  An arrival from
  * outside the pool fails with -ESHUTDOWN once destroy began; one from the
  * pool's own workers (its tasks spawning more) never does. */
+/* Lending (pool.c): a thread in weft_sync_wait takes the place of an idle
+ * worker of pool, or gets NULL; it gives the place back with
+ * weft__pool_unlend, from the same thread. */
+struct weft__worker *weft__pool_lend(weft_pool *pool);
+void weft__pool_unlend(struct weft__worker *w);
+
 int weft__pool_arrive(weft_pool *pool);
 void weft__pool_leave(weft_pool *pool);
 

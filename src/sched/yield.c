@@ -5,6 +5,7 @@
 #include "sched/task.h"
 
 #include "base/compiler.h"
+#include "sched/thread.h"
 #include "sched/worker.h"
 
 struct move_args {
@@ -24,6 +25,17 @@ static void *move_action(void *arg, void *val)
         self->driver = NULL;
     }
     weft_pool *pool = self->pool; /* before it can run elsewhere */
+    /* Moving from a thread in weft_sync_wait: take an idle worker's place
+     * and run on here, still RUNNING, as that worker (pool.c, "Lending");
+     * the driver gives the place back when the task comes back to it. */
+    struct weft__sched_thread *st = weft__sched_fresh();
+    if (st->driver && !st->worker) {
+        struct weft__worker *w = weft__pool_lend(pool);
+        if (w) {
+            st->worker = w;
+            return self;
+        }
+    }
     weft__task_make_scheduled(self);
     /* Behind every task already queued: the yield's promise. */
     weft__pool_submit_fifo(pool, self);
@@ -57,6 +69,13 @@ WEFT_EXPORT int weft_yield(void)
     struct weft__worker *w = weft__worker_current();
     if (!self || !w || self->pool != w->pool)
         return -EPERM;
+    if (unlikely(weft__sched_tls.driver)) {
+        /* On a lent worker's place (pool.c, "Lending"): this thread runs
+         * no other task, so the yield gives the place back and the worker
+         * runs what is queued, this task after it. */
+        weft__task_suspend(yield_action, self);
+        return 0;
+    }
     bool alone;
     struct weft_task *next = weft__pool_yield_next(w, &alone);
     if (alone)

@@ -4,6 +4,9 @@
  *
  * Task bodies report through CHECK (see wt.h), never through cmocka asserts.
  */
+#include <weft/inspect.h>
+#include <weft/timer.h>
+
 #include "wt.h"
 #include "../live_limit.h"
 
@@ -757,6 +760,7 @@ static void test_detach_states(void **state)
 struct hop {
     weft_pool *p;
     pthread_t caller;
+    weft_event *ev;
 };
 
 /* Lazy: runs on the caller until it hops with weft_schedule. */
@@ -768,8 +772,9 @@ static void *hop_body(void *arg)
     CHECK(weft_task_current() != NULL);
     CHECK(weft_coro_current() == NULL); /* a task is no weft_coro */
     CHECK_EQ(weft_schedule(h->p), 0);
+    /* On the pool: on one of its threads, or on the caller in the place of
+     * an idle worker (weft/task.h, weft_sync_wait). */
     CHECK_PTR_EQ(weft_pool_current(), h->p);
-    CHECK(!pthread_equal(wt_self(), h->caller));
     return P(123);
 }
 
@@ -781,6 +786,122 @@ static void test_sync_wait_lazy_hop(void **state)
     for (int i = 0; i < 200; i++)
         assert_int_equal(I(wt_run_lazy(hop_body, &h)), 123);
     wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* sync_wait lends the waiting thread to the pool (weft/task.h)          */
+
+/* Until the pool's only worker has gone to sleep once: a fresh pool's
+ * worker that never ran a task sleeps with no deadline, so from then on it
+ * stays idle and lendable between round trips. */
+static weft_pool *lend_pool(void)
+{
+    weft_pool *p = wt_pool(1);
+    struct weft_worker_stats ws;
+    do {
+        sched_yield();
+        ws.size = sizeof ws;
+        assert_int_equal(weft_pool_worker_stats(p, 0, &ws), 0);
+    } while (ws.parks == 0);
+    return p;
+}
+
+static uint64_t worker_wakeups(weft_pool *p)
+{
+    struct weft_worker_stats ws = { .size = sizeof ws };
+    assert_int_equal(weft_pool_worker_stats(p, 0, &ws), 0);
+    return ws.wakeups;
+}
+
+static void *hop_stays(void *arg)
+{
+    struct hop *h = arg;
+    CHECK_EQ(weft_schedule(h->p), 0);
+    CHECK_PTR_EQ(weft_pool_current(), h->p);
+    return P(pthread_equal(wt_self(), h->caller) ? 1 : 0);
+}
+
+/* With an idle worker and nothing of its own pending, every hop runs on
+ * the caller in its place, and the worker is never woken. */
+static void test_sync_wait_lends(void **state)
+{
+    (void)state;
+    weft_pool *p = lend_pool();
+    struct hop h = { .p = p, .caller = pthread_self() };
+    uint64_t wakeups = worker_wakeups(p);
+    int stayed = 0;
+    for (int i = 0; i < 100; i++)
+        stayed += (int)I(wt_run_lazy(hop_stays, &h));
+    assert_int_equal(stayed, 100);
+    assert_int_equal(worker_wakeups(p), wakeups);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+static void *set_event(void *arg)
+{
+    weft_event_set(arg);
+    return NULL;
+}
+
+/* What the lent place was given: a spawned task left in its queue runs
+ * once the place is given back (the worker is woken for it). */
+static void *hop_spawn_detached(void *arg)
+{
+    struct hop *h = arg;
+    CHECK_EQ(weft_schedule(h->p), 0);
+    CHECK(pthread_equal(wt_self(), h->caller));
+    CHECK_EQ(weft_spawn(NULL, h->p, set_event, h->ev, NULL), 0);
+    return NULL;
+}
+
+/* A timer armed on the lent place's heap fires: the sleep parks the task,
+ * the place goes back, and the worker is woken to keep the deadline. */
+static void *hop_sleep(void *arg)
+{
+    struct hop *h = arg;
+    CHECK_EQ(weft_schedule(h->p), 0);
+    CHECK(pthread_equal(wt_self(), h->caller));
+    CHECK_EQ(weft_sleep(1000000), 0);
+    CHECK(!pthread_equal(wt_self(), h->caller));
+    CHECK_PTR_EQ(weft_pool_current(), h->p);
+    return P(7);
+}
+
+/* A yield gives the place back: the caller runs no other task. */
+static void *hop_yield(void *arg)
+{
+    struct hop *h = arg;
+    CHECK_EQ(weft_schedule(h->p), 0);
+    CHECK(pthread_equal(wt_self(), h->caller));
+    CHECK_EQ(weft_yield(), 0);
+    CHECK(!pthread_equal(wt_self(), h->caller));
+    return P(8);
+}
+
+static void test_sync_wait_lent_place_given_back(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        weft_pool *p = lend_pool();
+        weft_event ev;
+        weft_event_init(&ev);
+        struct hop h = { .p = p, .caller = pthread_self(), .ev = &ev };
+        wt_run_lazy(hop_spawn_detached, &h);
+        assert_int_equal(weft_event_wait(&ev), 0);
+        wt_destroy(p);
+
+        p = lend_pool();
+        h.p = p;
+        assert_int_equal(I(wt_run_lazy(hop_sleep, &h)), 7);
+        wt_destroy(p);
+
+        p = lend_pool();
+        h.p = p;
+        assert_int_equal(I(wt_run_lazy(hop_yield, &h)), 8);
+        wt_destroy(p);
+    }
     WT_CLEAN();
 }
 
@@ -1241,6 +1362,8 @@ int main(void)
         WT_TEST(test_detach_states),
         WT_TEST(test_sync_wait_lazy_hop),
         WT_TEST1(test_sync_wait_lazy_no_hop),
+        WT_TEST1(test_sync_wait_lends),
+        WT_TEST1(test_sync_wait_lent_place_given_back),
         WT_TEST(test_sync_wait_spawned),
         WT_TEST(test_sync_wait_threads),
         WT_TEST(test_sync_wait_lazy_awaits_spawned),
