@@ -56,7 +56,8 @@ typedef struct weft_pool_opts {
     const char *name;   /* thread names are "<name>-<i>"; NULL = "weft"   */
     /* Memory the pool keeps cached (free stacks and task records) once
      * its workers have been idle for 0.1 s; the rest goes back to the
-     * system.  0 = WEFT_POOL_CACHE_DEFAULT. */
+     * system (task records when at least 1 MiB of them would: each return
+     * costs a TLB flush).  0 = WEFT_POOL_CACHE_DEFAULT. */
     size_t cache_bytes;
     /* The most spare threads that cover stuck workers at once (see the
      * top); 0 = WEFT_POOL_SPARES_DEFAULT. */

@@ -253,6 +253,47 @@ void weft__records_spill(void)
 
 #define DOOMED SIZE_MAX /* free_seen of a chunk the trim frees */
 
+/*
+ * What a trim gives back, it gives back in as few system calls as it can,
+ * and not at all below TRIM_MIN_BYTES.  Unmapping pages that were touched
+ * costs a TLB flush whatever their number, and the flush is what costs:
+ * on a paravirtualised guest (the 2-core AMD guest of docs/performance.md)
+ * one munmap of touched memory took 300-400 us of CPU, of 64 KiB or of
+ * 1 MiB alike, and the trim after a 10,000-task burst, two chunks unmapped
+ * one by one, made an idle pool cost 1.4 CPU ms a second against Go's
+ * 0.35.  So adjacent chunks (a slab's) go in one munmap, and a trim that
+ * would free less than 1 MiB of records keeps them for the next burst.
+ */
+#define TRIM_MIN_BYTES ((size_t)1 << 20)
+
+/* Sorts the doomed list by address (few chunks: an insertion sort), and
+ * unmaps each run of adjacent chunks at once; how many chunks went. */
+static size_t unmap_doomed(struct record_chunk *doomed)
+{
+    struct record_chunk *sorted = NULL;
+    for (struct record_chunk *c = doomed, *next; c; c = next) {
+        next = c->next;
+        struct record_chunk **at = &sorted;
+        while (*at && *at < c)
+            at = &(*at)->next;
+        c->next = *at;
+        *at = c;
+    }
+    size_t freed = 0;
+    for (struct record_chunk *c = sorted; c;) {
+        char *start = (char *)c;
+        size_t len = 0;
+        do {
+            struct record_chunk *next = c->next; /* before its unmapping */
+            len += CHUNK_BYTES;
+            freed++;
+            c = next;
+        } while (c && (char *)c == start + len);
+        munmap(start, len);
+    }
+    return freed;
+}
+
 size_t weft__records_trim(size_t keep)
 {
     weft__lock(&trim_lock);
@@ -267,6 +308,12 @@ size_t weft__records_trim(size_t keep)
     size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
     struct record_chunk *doomed = NULL;
     weft__lock(&chunks_lock);
+    size_t free_chunks = 0;
+    for (struct record_chunk *c = chunks; c; c = c->next)
+        free_chunks += c->free_seen == PER_CHUNK;
+    if (free_chunks > keep_chunks &&
+        (free_chunks - keep_chunks) * CHUNK_BYTES < TRIM_MIN_BYTES)
+        keep_chunks = free_chunks; /* not worth a flush (above) */
     for (struct record_chunk *c = chunks, *next; c; c = next) {
         next = c->next;
         if (c->free_seen != PER_CHUNK) {
@@ -302,12 +349,7 @@ size_t weft__records_trim(size_t keep)
         nkept++;
     }
     weft__cache_return_depot(&records, kept, nkept);
-    size_t freed = 0;
-    for (struct record_chunk *c = doomed, *next; c; c = next) {
-        next = c->next;
-        munmap(c, CHUNK_BYTES);
-        freed++;
-    }
+    size_t freed = unmap_doomed(doomed);
     pthread_mutex_unlock(&trim_lock);
     return freed * CHUNK_BYTES;
 }
