@@ -12,8 +12,9 @@
 #     sets) and weft::weft_static (no libweft.so needed), built and run;
 #     weft::hook under --as-needed keeps libweft-hook.so; a request for
 #     weft 2.0 and a prefix without its libweft.so are refused, saying why.
-#  2. pkg-config: the command of docs/building.md (rpath from
-#     --variable=libdir), the moved tree's prefix defined on its line.
+#  2. pkg-config: the commands of docs/building.md (rpath from
+#     --variable=libdir; the static library by its path), the moved
+#     tree's prefix defined on their line.
 #  3. meson: tests/meson_parent with weft as its subproject: dependency
 #     ('weft') finds it, and weft's tests, examples and bench are not in
 #     the parent's build unless the parent asks (-Dweft:examples=true).
@@ -37,6 +38,8 @@ quiet() { "$@" >"$log" 2>&1 || fail "failed: $*"; }
 # before grep -q looks at them: grep -q stops at the first match, and the
 # writer's SIGPIPE would fail the pipe under pipefail.)
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+# say WHAT: one line of progress, with the seconds so far (CI's budget).
+say() { echo "[$SECONDS s] $*"; }
 
 prefix=$(meson introspect "$build" --buildoptions | python3 -c '
 import json, sys
@@ -51,7 +54,7 @@ mv "$work/stage$prefix" "$moved"
 config=$(find "$moved" -name weftConfig.cmake)
 [ -n "$config" ] || fail "no weftConfig.cmake installed under $prefix"
 libdir=$(dirname "$(dirname "$(dirname "$config")")")
-echo "installed for $prefix, moved to $moved"
+say "installed for $prefix, moved to $moved"
 
 # --- 1. CMake
 cmake_args=(-DCMAKE_PREFIX_PATH="$moved" -DWEFT_EXPECT_DIR="$moved"
@@ -63,7 +66,7 @@ for link in shared static; do
     quiet cmake --build "$b" -j 2
     for prog in consumer_c consumer_cxx; do
         out=$("$b/$prog") || fail "$link $prog exited $?"
-        echo "cmake $link: $out"
+        say "cmake $link: $out"
         case $link in
         shared)
             grep -qx libweft.so.1 <<<"$(needed "$b/$prog")" ||
@@ -84,7 +87,7 @@ hook=$work/cmake-shared/consumer_hook
 grep -qx libweft-hook.so.1 <<<"$(needed "$hook")" ||
     fail "weft::hook under --as-needed: libweft-hook.so.1 was dropped"
 out=$("$hook") || fail "consumer_hook exited $?"
-echo "cmake hook: $out"
+say "cmake hook: $out"
 
 # What the package refuses: another major version, and a prefix that has
 # lost its library (the message must name the missing file).  A project
@@ -108,7 +111,7 @@ mv "$libdir/libweft.so.1.0.0" "$work/hidden.so"
 grep -q 'libweft\.so\.1\.0\.0 is not' <<<"$(tr -s ' \n' ' ' <"$log")" ||
     fail "a prefix without libweft.so: the message does not name it"
 mv "$work/hidden.so" "$libdir/libweft.so.1.0.0"
-echo "cmake: weft 2.0 and a prefix without its library refused"
+say "cmake: weft 2.0 and a prefix without its library refused"
 
 # --- 2. pkg-config (docs/building.md)
 export PKG_CONFIG_PATH=$libdir/pkgconfig
@@ -119,7 +122,13 @@ pc() { pkg-config --define-variable=prefix="$moved" "$@" weft; }
 quiet cc -std=c11 -o "$work/pc_app" "$src/tests/cmake_consumer/consumer.c" \
     $(pc --cflags --libs) -Wl,-rpath,"$(pc --variable=libdir)"
 out=$("$work/pc_app") || fail "the pkg-config build exited $?"
-echo "pkg-config: $out"
+say "pkg-config: $out"
+quiet cc -std=c11 -o "$work/pc_static" "$src/tests/cmake_consumer/consumer.c" \
+    $(pc --cflags) "$(pc --variable=libdir)/libweft.a" -lurcu-common -pthread
+! grep -q '^libweft' <<<"$(needed "$work/pc_static")" ||
+    fail "the static pkg-config build needs a shared libweft"
+out=$("$work/pc_static") || fail "the static pkg-config build exited $?"
+say "pkg-config, static: $out"
 unset PKG_CONFIG_PATH
 
 # --- 3. weft as a meson subproject
@@ -128,7 +137,9 @@ mkdir -p "$parent/subprojects"
 cp "$src/tests/meson_parent/meson.build" "$src/tests/cmake_consumer/consumer.c" \
     "$parent/"
 ln -s "$src" "$parent/subprojects/weft"
-quiet meson setup "$work/parent-build" "$parent" -Dbuildtype=release
+# Unoptimised: this proves the wiring, and -O0 compiles weft in half the
+# time.
+quiet meson setup "$work/parent-build" "$parent" -Dbuildtype=debug
 tests=$(meson introspect "$work/parent-build" --tests | python3 -c '
 import json, sys
 print(" ".join(sorted(t["name"] for t in json.load(sys.stdin))))')
@@ -141,15 +152,17 @@ for t in test_coro echo_server weft-bench; do
     ! grep -qw -- "$t" <<<"$targets" ||
         fail "as a subproject, weft builds $t (of its tests, examples, bench)"
 done
-quiet meson test -C "$work/parent-build" --print-errorlogs
+# The parent's program only (not the subproject's shared libraries).
+quiet ninja -C "$work/parent-build" parent_app
+out=$("$work/parent-build/parent_app") || fail "the parent's program exited $?"
 ! grep -q '^libweft' <<<"$(needed "$work/parent-build/parent_app")" ||
     fail "the subproject's weft_dep should link libweft statically"
-echo "meson subproject: dependency('weft') found it; weft's own tests, examples and bench left out"
+say "meson subproject: $out; dependency('weft') found it, and the parent holds none of weft's tests, examples or bench"
 # Asked for, the examples come back (only configured here: building them
 # would add a minute).
 quiet meson setup --reconfigure "$work/parent-build" -Dweft:examples=true
 quiet meson introspect "$work/parent-build" --tests
 grep -q '"echo_server"' "$log" ||
     fail "-Dweft:examples=true did not bring weft's examples"
-echo "meson subproject: -Dweft:examples=true brings them"
-echo "ok"
+say "meson subproject: -Dweft:examples=true brings them"
+say "ok"
