@@ -16,8 +16,9 @@
 #     --variable=libdir; the static library by its path), the moved
 #     tree's prefix defined on their line.
 #  3. meson: tests/meson_parent with weft as its subproject: dependency
-#     ('weft') finds it, and weft's tests, examples and bench are not in
-#     the parent's build unless the parent asks (-Dweft:examples=true).
+#     ('weft') finds it (the static library), dependency('weft-hook') the
+#     hook, and weft's tests, examples and bench are not in the parent's
+#     build unless the parent asks (-Dweft:examples=true).
 #
 # The first failure ends it with exit 1, saying what failed.
 set -euo pipefail
@@ -143,7 +144,7 @@ quiet meson setup "$work/parent-build" "$parent" -Dbuildtype=debug
 tests=$(meson introspect "$work/parent-build" --tests | python3 -c '
 import json, sys
 print(" ".join(sorted(t["name"] for t in json.load(sys.stdin))))')
-[ "$tests" = parent_app ] ||
+[ "$tests" = "parent_app parent_hook_app" ] ||
     fail "as a subproject, weft added tests to the parent's: $tests"
 targets=$(meson introspect "$work/parent-build" --targets | python3 -c '
 import json, sys
@@ -152,12 +153,15 @@ for t in test_coro echo_server weft-bench; do
     ! grep -qw -- "$t" <<<"$targets" ||
         fail "as a subproject, weft builds $t (of its tests, examples, bench)"
 done
-# The parent's program only (not the subproject's shared libraries).
-quiet ninja -C "$work/parent-build" parent_app
+quiet ninja -C "$work/parent-build" parent_app parent_hook_app
 out=$("$work/parent-build/parent_app") || fail "the parent's program exited $?"
+"$work/parent-build/parent_hook_app" >/dev/null ||
+    fail "the parent's program with weft-hook exited $?"
+grep -qx libweft-hook.so.1 <<<"$(needed "$work/parent-build/parent_hook_app")" ||
+    fail "dependency('weft-hook') did not link libweft-hook.so"
 ! grep -q '^libweft' <<<"$(needed "$work/parent-build/parent_app")" ||
     fail "the subproject's weft_dep should link libweft statically"
-say "meson subproject: $out; dependency('weft') found it, and the parent holds none of weft's tests, examples or bench"
+say "meson subproject: $out; dependency('weft') and dependency('weft-hook') found it, and the parent holds none of weft's tests, examples or bench"
 # Asked for, the examples come back (only configured here: building them
 # would add a minute).
 quiet meson setup --reconfigure "$work/parent-build" -Dweft:examples=true
