@@ -54,6 +54,15 @@
  * Who may call: any context.  Several tasks may wait on one fd at once (a
  * readiness change wakes them all, and each tries again).
  *
+ * Libraries with per-thread state.  A task that waits may resume on
+ * another worker, so what a library keeps per thread is not the task's
+ * across a wait: errno, and OpenSSL's error queue, which SSL_get_error and
+ * ERR_get_error read.  After a non-blocking TLS call fails, read
+ * SSL_get_error (and ERR_get_error, errno) at once, then wait with
+ * weft_wait_fd for what SSL_ERROR_WANT_READ or SSL_ERROR_WANT_WRITE asks,
+ * then repeat the call: never read them after the wait
+ * (examples/tls_echo.c).
+ *
  * Codes every call that takes an fd may return (each declaration names
  * them as "the fd codes"): -EBADF (fd negative or not open), -EINVAL (fd
  * at or above 4,194,304, beyond weft's table of fds), -ENOMEM (no memory
