@@ -297,6 +297,18 @@ static size_t unmap_doomed(struct record_chunk *doomed)
 size_t weft__records_trim(size_t keep)
 {
     weft__lock(&trim_lock);
+    /* Nothing to give back unless the chunks outnumber the kept ones by
+     * TRIM_MIN_BYTES: then the walk below (every free record, a cache
+     * miss each: 0.3-0.5 ms for 10,000 on the AMD guest) is not made. */
+    size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
+    weft__lock(&chunks_lock);
+    bool worth = nchunks > keep_chunks &&
+                 (nchunks - keep_chunks) * CHUNK_BYTES >= TRIM_MIN_BYTES;
+    pthread_mutex_unlock(&chunks_lock);
+    if (!worth) {
+        pthread_mutex_unlock(&trim_lock);
+        return 0;
+    }
     size_t n;
     struct weft__cache_node *list = weft__cache_take_depot(&records, &n);
     /* 1. Count the depot's records per chunk. */
@@ -305,7 +317,6 @@ size_t weft__records_trim(size_t keep)
     /* 2. Chunks all of whose records are in the depot are free: keep
      * enough of them for `keep` records (for the next burst), take the
      * rest off the list. */
-    size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
     struct record_chunk *doomed = NULL;
     weft__lock(&chunks_lock);
     size_t free_chunks = 0;
