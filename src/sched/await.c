@@ -403,6 +403,11 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
     return 0;
 }
 
+int weft__await_keep(struct weft_task *t)
+{
+    return await_until(t, NULL, 0, false, true);
+}
+
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
 {
     return await_until(t, result, 0, false, false);

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 /* A pool's threads keep up to WORKER_MAX free records: they free them by
@@ -234,8 +235,69 @@ struct weft_task *weft__record_alloc(void)
     return from_chunk();
 }
 
+/*
+ * Rooms (weft_task_create_with).  A small room costs a second record from
+ * the same cache: no malloc, and the common record does not grow.  That
+ * second record (the room's host) stays free in the observers' eyes, so
+ * only bytes that nobody else reads as a task's may hold the room:
+ *   - its co.flags stay 0 (as the cache's free left them: the node's key),
+ *     so the walks (dump.c, stats.c, tools/gdb) pass it by as free;
+ *   - a walk that found a live task there a moment before it was freed
+ *     may still take its wait_lock, read co.name, co.sp and co.stack (and
+ *     follow them), state, pool and started, and await's look at a
+ *     deque's bottom may read state (await.c, is_complete): all of those
+ *     must keep a free record's values.
+ * What is left is the run from `waiter` to just before `cancelled`: the
+ * links and words that only the task's owners read (waiter, qnode, pool,
+ * which a walk only compares, driver, arg, result, link, spawned_on,
+ * inlined), 72 bytes, of which the part aligned to max_align_t is the
+ * room.
+ */
+#define ROOM_AT                                                             \
+    ((offsetof(struct weft_task, waiter) + _Alignof(max_align_t) - 1) &     \
+     ~(size_t)(_Alignof(max_align_t) - 1))
+_Static_assert(ROOM_AT + WEFT_TASK_ROOM <= offsetof(struct weft_task, cancelled),
+               "the room lies between waiter and cancelled");
+_Static_assert(ROOM_AT > offsetof(struct weft_task, state) &&
+                   offsetof(struct weft_task, cancelled) <
+                       offsetof(struct weft_task, wait_lock),
+               "the room leaves state and wait_lock alone");
+_Static_assert(sizeof(struct weft_task) % _Alignof(max_align_t) == 0 &&
+                   offsetof(struct record_chunk, records) %
+                           _Alignof(max_align_t) == 0,
+               "records, hence rooms, are aligned to max_align_t");
+
+bool weft__record_room(struct weft_task *t)
+{
+    struct weft_task *host = weft__record_alloc();
+    if (!host)
+        return false;
+    /* Its own room field (outside the window) may hold a stale value of
+     * the last task it was: this record is no task, and its free below
+     * must not free a room of its own. */
+    host->room = WEFT__ROOM_NONE;
+    t->arg = (char *)host + ROOM_AT;
+    t->room = WEFT__ROOM_RECORD;
+    return true;
+}
+
+/* The room goes with its task's record.  Rare (only rooms have it), out
+ * of the common free's way. */
+static __attribute__((noinline)) void room_free(struct weft_task *t)
+{
+    uint8_t kind = t->room;
+    t->room = WEFT__ROOM_NONE;
+    if (kind == WEFT__ROOM_RECORD)
+        weft__record_free((struct weft_task *)(void *)((char *)t->arg -
+                                                       ROOM_AT));
+    else
+        free(t->arg);
+}
+
 void weft__record_free(struct weft_task *t)
 {
+    if (__builtin_expect(t->room != WEFT__ROOM_NONE, 0))
+        room_free(t);
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);

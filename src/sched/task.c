@@ -5,6 +5,7 @@
  */
 #include "sched/task.h"
 
+#include "base/alloc.h"
 #include "base/compiler.h"
 #include "base/ident.h"
 #include "base/storeload.h"
@@ -96,6 +97,7 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->cur_wait = NULL;
     t->started = false;
     t->lazy = false;
+    t->room = WEFT__ROOM_NONE;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
     atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_relaxed);
     if (weft__trace_on())
@@ -115,6 +117,37 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
     if (!t)
         return -ENOMEM;
     t->lazy = true;
+    *out = t;
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
+                                      size_t size, void **room,
+                                      const weft_task_opts *opts)
+{
+    size_t stack;
+    if (!out || !fn || !room || check_opts(opts, &stack))
+        return -EINVAL;
+    struct weft_task *t = task_new(fn, NULL, stack, opts ? opts->name : NULL,
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+    if (!t)
+        return -ENOMEM;
+    if (size <= WEFT_TASK_ROOM) {
+        if (!weft__record_room(t)) {
+            weft__record_free(t);
+            return -ENOMEM;
+        }
+    } else {
+        /* malloc's alignment is max_align_t's, as the header promises. */
+        t->arg = weft__malloc(size);
+        if (!t->arg) {
+            weft__record_free(t);
+            return -ENOMEM;
+        }
+        t->room = WEFT__ROOM_HEAP;
+    }
+    t->lazy = true;
+    *room = t->arg;
     *out = t;
     return 0;
 }
@@ -147,6 +180,39 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     /* Once queued it may run, end and (detached) be freed at once. */
     weft__pool_submit(pool, t);
     return 0;
+}
+
+WEFT_EXPORT int weft_task_start(weft_task *t, weft_pool *pool)
+{
+    /* `lazy` is the handle holder's field, and the caller holds the
+     * handle: a plain read. */
+    if (!t || !pool || !t->lazy)
+        return -EINVAL;
+    int err = weft__pool_arrive(pool);
+    if (err)
+        return err;
+    t->lazy = false;
+    t->pool = pool;
+    t->spawned_on = pool;
+    /* Until now nobody else could know t: it was IDLE with the handle's
+     * and its life's references; the queue entry adds one.  Release, as
+     * weft_spawn's: whoever claims it from the queue (acquire on the
+     * state) sees its fields and the room the caller filled. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    atomic_store_explicit(&t->state,
+                          ((s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+                           WEFT__T_SCHEDULED) + WEFT__T_REF,
+                          memory_order_release);
+    weft__pool_submit(pool, t);
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_join(weft_task *t)
+{
+    if (!t)
+        return -EINVAL;
+    return weft__task_current() ? weft__await_keep(t)
+                                : weft__sync_wait_keep(t);
 }
 
 WEFT_EXPORT int weft_task_detach(weft_task *t)
