@@ -325,6 +325,8 @@ struct frame {
 
     static frame *at(void *room) noexcept
     {
+        if constexpr (alignof(frame) <= alignof(std::max_align_t))
+            return static_cast<frame *>(room); /* weft aligned it */
         auto a = reinterpret_cast<std::uintptr_t>(room);
         a = (a + alignof(frame) - 1) & ~(std::uintptr_t)(alignof(frame) - 1);
         return reinterpret_cast<frame *>(a);

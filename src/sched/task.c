@@ -53,12 +53,27 @@ static __attribute__((noinline)) void trace_made(struct weft_task *t)
         weft__trace_name(id, t->co.name);
 }
 
+/* A task record; with `room`, arg is ignored and t->arg is a room of
+ * WEFT_TASK_ROOM bytes (a host record: records.c). */
 static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
-                                  const char *name, uint64_t state)
+                                  const char *name, uint64_t state, bool room)
 {
     struct weft_task *t = weft__record_alloc();
     if (!t)
         return NULL;
+    /* The room first: the one step that can fail, before anything is
+     * written; and a record that kept a host from a room task gives it
+     * back if this task has no use for it. */
+    if (room) {
+        if (!weft__record_room(t)) {
+            weft__record_free(t);
+            return NULL;
+        }
+    } else {
+        if (__builtin_expect(t->room != WEFT__ROOM_NONE, 0))
+            weft__record_unroom(t);
+        t->arg = arg;
+    }
     /* Every field is set here (records are recycled): no memset. */
     t->co.sp = NULL;
     t->co.san.tsan = NULL;
@@ -83,7 +98,6 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     atomic_init(&t->waiter, 0);
     t->pool = NULL;
     t->driver = NULL;
-    t->arg = arg;
     t->result = NULL;
     t->stack_size = (uint32_t)stack_size; /* at most WEFT_STACK_MAX */
     t->link = NULL;
@@ -97,7 +111,6 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->cur_wait = NULL;
     t->started = false;
     t->lazy = false;
-    t->room = WEFT__ROOM_NONE;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
     atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_relaxed);
     if (weft__trace_on())
@@ -113,7 +126,7 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
         return -EINVAL;
     /* References: the handle and the task's life. */
     struct weft_task *t = task_new(fn, arg, stack, opts ? opts->name : NULL,
-                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF, false);
     if (!t)
         return -ENOMEM;
     t->lazy = true;
@@ -128,16 +141,12 @@ WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
     size_t stack;
     if (!out || !fn || !room || check_opts(opts, &stack))
         return -EINVAL;
+    bool small = size <= WEFT_TASK_ROOM;
     struct weft_task *t = task_new(fn, NULL, stack, opts ? opts->name : NULL,
-                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF, small);
     if (!t)
         return -ENOMEM;
-    if (size <= WEFT_TASK_ROOM) {
-        if (!weft__record_room(t)) {
-            weft__record_free(t);
-            return -ENOMEM;
-        }
-    } else {
+    if (!small) {
         /* malloc's alignment is max_align_t's, as the header promises. */
         t->arg = weft__malloc(size);
         if (!t->arg) {
@@ -161,7 +170,7 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     /* References: the queue entry, the task's life, and the handle. */
     uint64_t refs = out ? 3 : 2;
     struct weft_task *t =
-        task_new(fn, arg, stack, opts ? opts->name : NULL, 0);
+        task_new(fn, arg, stack, opts ? opts->name : NULL, 0, false);
     if (!t)
         return -ENOMEM;
     int err = weft__pool_arrive(pool);
