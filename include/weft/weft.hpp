@@ -453,21 +453,34 @@ public:
     T get()
     {
         wait();
-        struct consume {
-            weft_task *t;
-            ~consume() { (void)weft_task_detach(t); } /* ended: freed now */
-        } c{std::exchange(t_, nullptr)};
+        weft_task *t = std::exchange(t_, nullptr);
         /* Relaxed: weft_task_join's return ordered the body's writes
          * before this. */
         if (state_->load(std::memory_order_relaxed) == detail::st_error) {
             std::exception_ptr e = std::move(out_->error);
             out_->error.~exception_ptr();
+            (void)weft_task_detach(t); /* ended: freed now */
             std::rethrow_exception(std::move(e));
         }
-        if constexpr (!std::is_void_v<T>) {
-            T v = std::move(out_->value);
+        if constexpr (std::is_void_v<T>) {
+            (void)weft_task_detach(t);
+        } else if constexpr (std::is_nothrow_move_constructible_v<T>) {
+            T v(std::move(out_->value));
             out_->value.~T();
+            (void)weft_task_detach(t);
             return v;
+        } else {
+            /* A move that throws: the task is freed all the same. */
+            struct consume {
+                weft_task *t;
+                detail::outcome<T> *o;
+                ~consume()
+                {
+                    o->value.~T();
+                    (void)weft_task_detach(t);
+                }
+            } c{t, out_};
+            return T(std::move(out_->value));
         }
     }
 

@@ -403,9 +403,15 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
     return 0;
 }
 
-int weft__await_keep(struct weft_task *t)
+/* In a task as weft_await, keeping the handle (the await_all's keep);
+ * elsewhere as weft_sync_wait, keeping it too (driver.c). */
+WEFT_EXPORT int weft_task_join(weft_task *t)
 {
-    return await_until(t, NULL, 0, false, true);
+    if (!t)
+        return -EINVAL;
+    if (weft__task_current())
+        return await_until(t, NULL, 0, false, true);
+    return weft__sync_wait_keep(t);
 }
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)

@@ -216,14 +216,6 @@ WEFT_EXPORT int weft_task_start(weft_task *t, weft_pool *pool)
     return 0;
 }
 
-WEFT_EXPORT int weft_task_join(weft_task *t)
-{
-    if (!t)
-        return -EINVAL;
-    return weft__task_current() ? weft__await_keep(t)
-                                : weft__sync_wait_keep(t);
-}
-
 WEFT_EXPORT int weft_task_detach(weft_task *t)
 {
     if (!t)

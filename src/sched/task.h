@@ -244,11 +244,10 @@ int weft__task_prepare(struct weft_task *t, const weft_pool *pool);
 size_t weft__task_declared_stack(const struct weft_task *t,
                                  const weft_pool *pool);
 
-/* ---------------------------------- join (await.c, driver.c) */
+/* --------------------------------------------- join (driver.c) */
 
-/* weft_task_join's two halves: in a task (await.c), on a plain thread
- * (driver.c).  Either returns 0 once t has ended, its handle unconsumed. */
-int weft__await_keep(struct weft_task *t);
+/* weft_task_join (await.c) on a plain thread: as weft_sync_wait, but
+ * returns 0 once t has ended with its handle unconsumed. */
 int weft__sync_wait_keep(struct weft_task *t);
 
 /* ----------------------------------------------------- records (records.c) */
