@@ -519,7 +519,8 @@ private:
             detail::throw_error(-EINVAL, what);
     }
 
-    /* The detach side of frame::finish's exchange. */
+    /* The detach side of frame::finish's exchange (acq_rel: see there);
+     * the task may still run, and is freed by weft when it ends. */
     void abandon() noexcept
     {
         unsigned char old =
@@ -542,6 +543,7 @@ private:
             abandon();
             return;
         }
+        /* Relaxed: as get()'s, after weft_task_join's acquire. */
         detail::destroy_outcome(out_,
                                 state_->load(std::memory_order_relaxed));
         (void)weft_task_detach(std::exchange(t_, nullptr));
