@@ -86,9 +86,9 @@
  * a marl::Scheduler is bound to threads with bind(), tasks are
  * std::function<void()> given to marl::schedule() (no result type; the
  * std::function may allocate), and joining is done with marl::WaitGroup,
- * marl::Event or marl::Ticket; marl::ConditionVariable works with a
- * marl::lock (a std::unique_lock of std::mutex), and errors are asserts
- * rather than exceptions.  weft::task<T> carries a typed result or an
+ * marl::Event or marl::Ticket; marl::ConditionVariable waits with a
+ * marl::lock, marl's own lock type over marl::mutex, and misuse is
+ * reported by assertions, not exceptions.  weft::task<T> carries a typed result or an
  * exception to get(), waits in its destructor (std::jthread's choice), and
  * needs no allocation for a callable that fits the room; one pool of
  * worker threads runs all its tasks with work stealing, and sockets park
