@@ -225,6 +225,15 @@ WEFT_EXPORT int weft_task_detach(weft_task *t)
         weft__record_free(t);
         return 0;
     }
+    /* An ended task whose one reference is the handle (joined, as
+     * weft.hpp's get() does): freed here, weft__task_unref's own fast
+     * path without the call.  Acquire: as there. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
+        weft__task_refs(s) == 1) {
+        weft__record_free(t);
+        return 0;
+    }
     weft__task_unref(t, 1);
     return 0;
 }
