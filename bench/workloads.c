@@ -8,6 +8,10 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_spawn_join,
     &bench_wl_skynet,
     &bench_wl_fib,
+#ifdef BENCH_HAVE_CXX
+    &bench_wl_skynet_cpp,
+    &bench_wl_fib_cpp,
+#endif
     &bench_wl_yield,
     &bench_wl_yield_fp,
     &bench_wl_ping_pong,

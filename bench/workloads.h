@@ -125,6 +125,10 @@ extern const bench_workload bench_wl_create;
 extern const bench_workload bench_wl_spawn_join;
 extern const bench_workload bench_wl_skynet;
 extern const bench_workload bench_wl_fib;
+/* skynet and fib with the C++ layer (wl_cpp.cc), where a C++ compiler was
+ * found (BENCH_HAVE_CXX). */
+extern const bench_workload bench_wl_skynet_cpp;
+extern const bench_workload bench_wl_fib_cpp;
 extern const bench_workload bench_wl_yield;
 extern const bench_workload bench_wl_yield_fp;
 extern const bench_workload bench_wl_ping_pong;

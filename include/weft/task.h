@@ -63,6 +63,61 @@ typedef struct weft_task_opts {
 WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
                               const weft_task_opts *opts);
 
+/* The room weft_task_create_with hands out at no cost beyond the task's
+ * own record: a room of at most this many bytes is carved from a second
+ * record of the same cache (no malloc); a larger one is one allocation,
+ * freed with the task's record. */
+#define WEFT_TASK_ROOM 64
+
+/*
+ * weft_task_create_with - a lazy task, as weft_task_create, whose argument
+ * is a room of `size` bytes that weft keeps with the task: fn is called
+ * with the room's address.  *room gets that address (aligned to
+ * alignof(max_align_t)); the caller fills the room before anything can
+ * run the task (weft_task_start, an await, weft_sync_wait).  The room
+ * stays valid until the handle is consumed, or, for a detached task,
+ * until the task ends; weft never reads or writes it (a body may keep its
+ * result there, for weft_task_join's caller to read).  A task detached
+ * before it started is freed without running: what its room holds is the
+ * caller's to undo first.  Any context.
+ * Returns 0 and sets *out and *room, -EINVAL (out, fn or room NULL, stack
+ * size over WEFT_STACK_MAX, a reserved option set), -ENOMEM.
+ */
+WEFT_API int weft_task_create_with(weft_task **out, weft_fn fn, size_t size,
+                                   void **room, const weft_task_opts *opts);
+
+/*
+ * weft_task_start - queue a lazy task that has not started (made by
+ * weft_task_create or weft_task_create_with, and not yet awaited, waited
+ * for or started) on pool, as weft_spawn would have: from then on it is
+ * an eager task of pool, and the handle is still the caller's.  Any
+ * context.  Returns 0, -EINVAL (t or pool NULL, t not lazy or started
+ * already), -ESHUTDOWN (pool is being destroyed and the caller is not one
+ * of its tasks: t is still lazy).
+ */
+WEFT_API int weft_task_start(weft_task *t, weft_pool *pool);
+
+/*
+ * weft_task_join - wait until t ends, without consuming the handle.  In a
+ * task it waits as weft_await does (a lazy t starts here, a spawned t that
+ * no worker has started yet may run here inline, and a cancelled caller
+ * gets -ECANCELED); on a plain thread as weft_sync_wait does (a lazy t
+ * starts on this thread).  Once it returned 0, t has ended: its room
+ * (weft_task_create_with) holds what its body left there, and the handle
+ * is still to be consumed as usual: weft_await, weft_await_for and
+ * weft_sync_wait then return at once (with fn's return value), and
+ * weft_task_detach frees the record at once.  Joining again returns 0 at
+ * once.  Like weft_sync_wait it has no _for form on a plain thread; in a
+ * task, weft_await_for bounds the wait (but consumes the handle).
+ * Returns 0, -EINVAL (t NULL, or t is the calling task), -EDEADLK (on a
+ * plain thread: called on a pool worker outside a task, or inside a
+ * coroutine), -ENOMEM (t is lazy and no stack could be had to start it:
+ * it did not start), -ECANCELED (in a task: the calling task was
+ * cancelled, before or while it waited; t runs on, a lazy t that this
+ * call started included).  On an error t is not consumed either.
+ */
+WEFT_API int weft_task_join(weft_task *t);
+
 /*
  * weft_spawn - an eager task that will run fn(arg), queued on pool at
  * once; out NULL means detached (nobody will wait for it).  Any context;

@@ -403,6 +403,17 @@ static int await_until(weft_task *t, void **result, uint64_t deadline,
     return 0;
 }
 
+/* In a task as weft_await, keeping the handle (the await_all's keep);
+ * elsewhere as weft_sync_wait, keeping it too (driver.c). */
+WEFT_EXPORT int weft_task_join(weft_task *t)
+{
+    /* await_until says -EPERM for "not in a task", and only for that:
+     * then this is a plain thread (or a coroutine), and waits as
+     * weft_sync_wait does.  (One look at the thread's state, not two.) */
+    int err = await_until(t, NULL, 0, false, true);
+    return err == -EPERM ? weft__sync_wait_keep(t) : err;
+}
+
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
 {
     return await_until(t, result, 0, false, false);

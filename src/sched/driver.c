@@ -78,7 +78,9 @@ static void consume(struct weft_task *t, void **result)
     weft__task_unref(t, 1);
 }
 
-WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
+/* Wait until t ends; with keep, t's handle stays the caller's
+ * (weft_task_join), else it is consumed and its result is in *result. */
+static int sync_wait(weft_task *t, void **result, bool keep)
 {
     if (!t)
         return -EINVAL;
@@ -158,6 +160,17 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
     weft__sched_fresh()->driver = NULL;
     weft__timers_fini(&d.timers);
     weft__parker_fini(&d.parker);
-    consume(t, result);
+    if (!keep)
+        consume(t, result);
     return 0;
+}
+
+WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
+{
+    return sync_wait(t, result, false);
+}
+
+int weft__sync_wait_keep(struct weft_task *t)
+{
+    return sync_wait(t, NULL, true);
 }

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 /* A pool's threads keep up to WORKER_MAX free records: they free them by
@@ -234,11 +235,106 @@ struct weft_task *weft__record_alloc(void)
     return from_chunk();
 }
 
-void weft__record_free(struct weft_task *t)
+/*
+ * Rooms (weft_task_create_with).  A small room costs a second record from
+ * the same cache: no malloc, and the common record does not grow.  That
+ * second record (the room's host) stays free in the observers' eyes, so
+ * only bytes that nobody else reads as a task's may hold the room:
+ *   - its co.flags stay 0 (as the cache's free left them: the node's key),
+ *     so the walks (dump.c, stats.c, tools/gdb) pass it by as free;
+ *   - a walk that found a live task there a moment before it was freed
+ *     may still take its wait_lock, read co.name, co.sp and co.stack (and
+ *     follow them), state, pool and started, and await's look at a
+ *     deque's bottom may read state (await.c, is_complete): all of those
+ *     must keep a free record's values.
+ * What is left is the run from `waiter` to just before `cancelled`: the
+ * links and words that only the task's owners read (waiter, qnode, pool,
+ * which a walk only compares, driver, arg, result, link, spawned_on,
+ * inlined), 72 bytes, of which the part aligned to max_align_t is the
+ * room.
+ */
+/* The window: from `waiter` to `cancelled`.  A record's address is a
+ * multiple of its alignment (8) only (a sanitizer's build makes the
+ * record 248 bytes), so the room starts at the first max_align_t boundary
+ * in the window, at most 8 bytes in. */
+#define WINDOW_AT offsetof(struct weft_task, waiter)
+#define WINDOW_END offsetof(struct weft_task, cancelled)
+_Static_assert(WINDOW_END - WINDOW_AT >=
+                   WEFT_TASK_ROOM + _Alignof(max_align_t) -
+                       _Alignof(struct weft_task),
+               "the room fits the window, aligned wherever the record is");
+_Static_assert(WINDOW_AT > offsetof(struct weft_task, state) &&
+                   WINDOW_END < offsetof(struct weft_task, wait_lock),
+               "the room leaves state and wait_lock alone");
+
+static inline char *room_in(struct weft_task *host)
+{
+    uintptr_t a = (uintptr_t)host + WINDOW_AT;
+    return (char *)((a + _Alignof(max_align_t) - 1) &
+                    ~(uintptr_t)(_Alignof(max_align_t) - 1));
+}
+
+/* The host whose window holds t's room: the record of its chunk that
+ * the room's address falls in. */
+static inline struct weft_task *host_of(struct weft_task *t)
+{
+    struct record_chunk *c = chunk_of(t->arg);
+    size_t i = (size_t)((char *)t->arg - (char *)c->records) /
+               sizeof(struct weft_task);
+    return &c->records[i];
+}
+
+/*
+ * A record keeps its host when it is freed (its room byte and arg stay),
+ * so that the next room task made from it finds the room there: a C++
+ * fork-join spawn then costs one cache get and put, as weft_spawn's, not
+ * two (measured: the pair's get, put and bookkeeping were a quarter of
+ * what weft.hpp's spawn and get added to weft_spawn and weft_await).
+ * A record made into a task without a room gives its host back then
+ * (weft__record_unroom), and the trim unpairs the depot's records before
+ * it counts them, so a host never outlives its record's chunk unseen.
+ */
+bool weft__record_room(struct weft_task *t)
+{
+    if (t->room == WEFT__ROOM_RECORD)
+        return true; /* kept from the record's last task: t->arg is it */
+    struct weft_task *host = weft__record_alloc();
+    if (!host)
+        return false;
+    /* A free record that kept a host of its own gives it back: a host is
+     * no task, and has no room. */
+    if (host->room == WEFT__ROOM_RECORD)
+        weft__record_unroom(host);
+    t->arg = room_in(host);
+    t->room = WEFT__ROOM_RECORD;
+    return true;
+}
+
+static inline void put(struct weft_task *t)
 {
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);
+}
+
+void weft__record_unroom(struct weft_task *t)
+{
+    t->room = WEFT__ROOM_NONE;
+    put(host_of(t));
+}
+
+/* A room of its own memory goes with its record (a host stays: above). */
+static __attribute__((noinline)) void room_free(struct weft_task *t)
+{
+    t->room = WEFT__ROOM_NONE;
+    free(t->arg);
+}
+
+void weft__record_free(struct weft_task *t)
+{
+    if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
+        room_free(t);
+    put(t);
 }
 
 void weft__records_worker_thread(void)
@@ -311,6 +407,19 @@ size_t weft__records_trim(size_t keep)
     }
     size_t n;
     struct weft__cache_node *list = weft__cache_take_depot(&records, &n);
+    /* 0. A record that keeps a host (weft__record_room) gives it back
+     * first: the host joins the list, and each is counted where it is. */
+    for (struct weft__cache_node *o = list; o; o = o->next) {
+        struct weft_task *t = task_of_node(o);
+        if (t->room == WEFT__ROOM_RECORD) {
+            t->room = WEFT__ROOM_NONE;
+            struct weft__cache_node *h = node_of(host_of(t));
+            h->key = 0;
+            h->next = o->next;
+            o->next = h;
+            n++;
+        }
+    }
     /* 1. Count the depot's records per chunk. */
     for (struct weft__cache_node *o = list; o; o = o->next)
         chunk_of(o)->free_seen++;

@@ -5,6 +5,7 @@
  */
 #include "sched/task.h"
 
+#include "base/alloc.h"
 #include "base/compiler.h"
 #include "base/ident.h"
 #include "base/storeload.h"
@@ -52,12 +53,27 @@ static __attribute__((noinline)) void trace_made(struct weft_task *t)
         weft__trace_name(id, t->co.name);
 }
 
+/* A task record; with `room`, arg is ignored and t->arg is a room of
+ * WEFT_TASK_ROOM bytes (a host record: records.c). */
 static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
-                                  const char *name, uint64_t state)
+                                  const char *name, uint64_t state, bool room)
 {
     struct weft_task *t = weft__record_alloc();
     if (!t)
         return NULL;
+    /* The room first: the one step that can fail, before anything is
+     * written; and a record that kept a host from a room task gives it
+     * back if this task has no use for it. */
+    if (room) {
+        if (!weft__record_room(t)) {
+            weft__record_free(t);
+            return NULL;
+        }
+    } else {
+        if (__builtin_expect(t->room != WEFT__ROOM_NONE, 0))
+            weft__record_unroom(t);
+        t->arg = arg;
+    }
     /* Every field is set here (records are recycled): no memset. */
     t->co.sp = NULL;
     t->co.san.tsan = NULL;
@@ -82,7 +98,6 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     atomic_init(&t->waiter, 0);
     t->pool = NULL;
     t->driver = NULL;
-    t->arg = arg;
     t->result = NULL;
     t->stack_size = (uint32_t)stack_size; /* at most WEFT_STACK_MAX */
     t->link = NULL;
@@ -111,10 +126,37 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
         return -EINVAL;
     /* References: the handle and the task's life. */
     struct weft_task *t = task_new(fn, arg, stack, opts ? opts->name : NULL,
-                                   WEFT__T_IDLE | 2 * WEFT__T_REF);
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF, false);
     if (!t)
         return -ENOMEM;
     t->lazy = true;
+    *out = t;
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
+                                      size_t size, void **room,
+                                      const weft_task_opts *opts)
+{
+    size_t stack;
+    if (!out || !fn || !room || check_opts(opts, &stack))
+        return -EINVAL;
+    bool small = size <= WEFT_TASK_ROOM;
+    struct weft_task *t = task_new(fn, NULL, stack, opts ? opts->name : NULL,
+                                   WEFT__T_IDLE | 2 * WEFT__T_REF, small);
+    if (!t)
+        return -ENOMEM;
+    if (!small) {
+        /* malloc's alignment is max_align_t's, as the header promises. */
+        t->arg = weft__malloc(size);
+        if (!t->arg) {
+            weft__record_free(t);
+            return -ENOMEM;
+        }
+        t->room = WEFT__ROOM_HEAP;
+    }
+    t->lazy = true;
+    *room = t->arg;
     *out = t;
     return 0;
 }
@@ -128,7 +170,7 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     /* References: the queue entry, the task's life, and the handle. */
     uint64_t refs = out ? 3 : 2;
     struct weft_task *t =
-        task_new(fn, arg, stack, opts ? opts->name : NULL, 0);
+        task_new(fn, arg, stack, opts ? opts->name : NULL, 0, false);
     if (!t)
         return -ENOMEM;
     int err = weft__pool_arrive(pool);
@@ -149,12 +191,46 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     return 0;
 }
 
+WEFT_EXPORT int weft_task_start(weft_task *t, weft_pool *pool)
+{
+    /* `lazy` is the handle holder's field, and the caller holds the
+     * handle: a plain read. */
+    if (!t || !pool || !t->lazy)
+        return -EINVAL;
+    int err = weft__pool_arrive(pool);
+    if (err)
+        return err;
+    t->lazy = false;
+    t->pool = pool;
+    t->spawned_on = pool;
+    /* Until now nobody else could know t: it was IDLE with the handle's
+     * and its life's references; the queue entry adds one.  Release, as
+     * weft_spawn's: whoever claims it from the queue (acquire on the
+     * state) sees its fields and the room the caller filled. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    atomic_store_explicit(&t->state,
+                          ((s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+                           WEFT__T_SCHEDULED) + WEFT__T_REF,
+                          memory_order_release);
+    weft__pool_submit(pool, t);
+    return 0;
+}
+
 WEFT_EXPORT int weft_task_detach(weft_task *t)
 {
     if (!t)
         return -EINVAL;
     if (t->lazy) {
         /* Lazy and never started: nobody else knows it. */
+        weft__record_free(t);
+        return 0;
+    }
+    /* An ended task whose one reference is the handle (joined, as
+     * weft.hpp's get() does): freed here, weft__task_unref's own fast
+     * path without the call.  Acquire: as there. */
+    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
+        weft__task_refs(s) == 1) {
         weft__record_free(t);
         return 0;
     }

@@ -96,6 +96,10 @@ struct weft_task {
     bool started;                 /* has a context (its runner's field)   */
     bool lazy;                    /* made by weft_task_create and not yet
                                      started (the handle holder's field) */
+    /* Where arg, the room of weft_task_create_with, lives (WEFT__ROOM_*),
+     * so that the record's free frees it too.  In the padding before
+     * stack_size: the record does not grow for it. */
+    uint8_t room;
     /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
      * beside the flags, where it costs the record nothing. */
     uint32_t stack_size;
@@ -240,12 +244,31 @@ int weft__task_prepare(struct weft_task *t, const weft_pool *pool);
 size_t weft__task_declared_stack(const struct weft_task *t,
                                  const weft_pool *pool);
 
+/* --------------------------------------------- join (driver.c) */
+
+/* weft_task_join (await.c) on a plain thread: as weft_sync_wait, but
+ * returns 0 once t has ended with its handle unconsumed. */
+int weft__sync_wait_keep(struct weft_task *t);
+
 /* ----------------------------------------------------- records (records.c) */
+
+/* What a task's room is (its `room` field): none; a window of a second
+ * record (records.c, weft__record_room), which a free record keeps;
+ * memory of its own (malloc), freed with the record. */
+enum { WEFT__ROOM_NONE = 0, WEFT__ROOM_RECORD = 1, WEFT__ROOM_HEAP = 2 };
 
 /* A record from this thread's cache (or a fresh chunk); NULL: no memory. */
 struct weft_task *weft__record_alloc(void);
-/* Back to this thread's cache. */
+/* Back to this thread's cache, with its room's memory (a host record
+ * stays with it: records.c). */
 void weft__record_free(struct weft_task *t);
+/* A room of WEFT_TASK_ROOM bytes for t, in a second record (its host),
+ * kept from t's last use or taken from the cache (see records.c for which
+ * of its bytes, and why those); sets t->arg and t->room.  false: no
+ * memory. */
+bool weft__record_room(struct weft_task *t);
+/* t (room WEFT__ROOM_RECORD) gives its host back to the cache. */
+void weft__record_unroom(struct weft_task *t);
 /* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
 char *weft__record_name_buf(struct weft_task *t);
 /* The calling thread, a pool's, keeps a full cache of free records

@@ -500,6 +500,98 @@ static int task_create_stack(void)
     return rc;
 }
 
+/* create_with: *out and *room untouched on a refusal. */
+static int task_create_with_out_null(void)
+{
+    void *room = OLD;
+    int rc = weft_task_create_with(NULL, times3, 8, &room, NULL);
+    CHECK_PTR_EQ(room, OLD);
+    return rc;
+}
+
+static int task_create_with_fn_null(void)
+{
+    weft_task *t = OLD;
+    void *room = OLD;
+    int rc = weft_task_create_with(&t, NULL, 8, &room, NULL);
+    CHECK_PTR_EQ(t, OLD);
+    CHECK_PTR_EQ(room, OLD);
+    return rc;
+}
+
+static int task_create_with_room_null(void)
+{
+    weft_task *t = OLD;
+    int rc = weft_task_create_with(&t, times3, 8, NULL, NULL);
+    CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int task_create_with_stack(void)
+{
+    weft_task_opts o = {.stack_size = ((size_t)1 << 30) + 1, .name = NULL};
+    weft_task *t = OLD;
+    void *room = OLD;
+    int rc = weft_task_create_with(&t, times3, 8, &room, &o);
+    CHECK_PTR_EQ(t, OLD);
+    CHECK_PTR_EQ(room, OLD);
+    return rc;
+}
+
+static int task_start_null(void) { return weft_task_start(NULL, g_pool); }
+
+/* A lazy task and no pool: still lazy afterwards, so it runs when waited
+ * for (and then on this thread: 7 * 3 = 21). */
+static int task_start_pool_null(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, times3, P(7), NULL), 0);
+    int rc = weft_task_start(t, NULL);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    CHECK_EQ(I(r), 21);
+    return rc;
+}
+
+/* An eager task is no lazy one to start (after_pending takes it). */
+static int task_start_spawned(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    return weft_task_start(g_pending, g_pool);
+}
+
+/* A lazy task that was started already (by this same call, once). */
+static int task_start_twice(void)
+{
+    CHECK_EQ(weft_task_create(&g_pending, times3, P(7), NULL), 0);
+    CHECK_EQ(weft_task_start(g_pending, g_pool), 0);
+    return weft_task_start(g_pending, g_pool);
+}
+
+static int task_join_null(void) { return weft_task_join(NULL); }
+
+/* A task body that joins its own handle (see await_own_handle). */
+static void *join_own_handle(void *arg)
+{
+    return P(weft_task_join(*(weft_task **)arg));
+}
+
+static int task_join_self(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_spawn(&t, g_pool, join_own_handle, &t, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    return (int)I(r);
+}
+
+/* In a coroutine: the handle is left for after_pending. */
+static int task_join_spawned(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    return weft_task_join(g_pending);
+}
+
 static int spawn_pool_null(void)
 {
     weft_task *t = OLD;
@@ -1064,6 +1156,28 @@ static int await_cancelled(void)
     return rc;
 }
 
+static int task_join_cancelled(void)
+{
+    weft_task *t = spawn_held();
+    cancel_self();
+    return weft_task_join(t);
+}
+
+/* The pool is being destroyed: t stays lazy, and runs when waited for. */
+static int task_start_shutdown(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, times3, P(7), NULL), 0);
+    int rc = weft_task_start(t, d.p);
+    dying_end(&d);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    CHECK_EQ(I(r), 21);
+    return rc;
+}
+
 static int await_for_timeout(void)
 {
     weft_task *t = spawn_held();
@@ -1157,6 +1271,29 @@ static int spawn_nomem(void)
     int rc;
     OUT_OF_MEMORY(rc = weft_spawn(&t, g_pool, times3, P(1), NULL));
     CHECK_PTR_EQ(t, OLD);
+    return rc;
+}
+
+static int task_create_with_nomem(void)
+{
+    weft_task *t = OLD;
+    void *room = OLD;
+    int rc;
+    OUT_OF_MEMORY(rc = weft_task_create_with(&t, times3, 8, &room, NULL));
+    CHECK_PTR_EQ(t, OLD);
+    CHECK_PTR_EQ(room, OLD);
+    return rc;
+}
+
+/* A lazy task joined from a task, with no memory for its stack: it did
+ * not start, and after_pending runs it. */
+static int task_join_lazy_nomem(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, times3, P(7), &odd_stack), 0);
+    int rc;
+    OUT_OF_MEMORY(rc = weft_task_join(t));
+    g_pending = t;
     return rc;
 }
 
@@ -2790,7 +2927,9 @@ struct row {
 #define AWAIT_FOR_LAZY_NOMEM await_for_lazy_nomem
 #define AWAIT_ALL_LAZY_NOMEM await_all_lazy_nomem
 #define SYNC_WAIT_LAZY_NOMEM sync_wait_lazy_nomem
+#define TASK_JOIN_LAZY_NOMEM task_join_lazy_nomem
 #else
+#define TASK_JOIN_LAZY_NOMEM NULL
 #define AWAIT_LAZY_NOMEM NULL
 #define AWAIT_FOR_LAZY_NOMEM NULL
 #define AWAIT_ALL_LAZY_NOMEM NULL
@@ -2881,6 +3020,21 @@ static const struct row rows[] = {
     ROW(weft_task_create, "stack size over 1 GiB", -EINVAL, PLAIN,
         task_create_stack),
     NOMEM(weft_task_create, "no memory for the record", PLAIN, task_create_nomem),
+    ROW(weft_task_create_with, "`out` NULL", -EINVAL, PLAIN, task_create_with_out_null),
+    ROW(weft_task_create_with, "`fn` NULL", -EINVAL, PLAIN, task_create_with_fn_null),
+    ROW(weft_task_create_with, "`room` NULL", -EINVAL, PLAIN, task_create_with_room_null),
+    ROW(weft_task_create_with, "stack size over 1 GiB", -EINVAL, PLAIN, task_create_with_stack),
+    NOMEM(weft_task_create_with, "no memory for the record", PLAIN, task_create_with_nomem),
+    ROW(weft_task_start, "NULL", -EINVAL, PLAIN, task_start_null),
+    ROW(weft_task_start, "`pool` NULL (still lazy)", -EINVAL, PLAIN, task_start_pool_null),
+    ROW_AFTER(weft_task_start, "a spawned task", -EINVAL, PLAIN, task_start_spawned, after_pending),
+    ROW_AFTER(weft_task_start, "a lazy task started already", -EINVAL, PLAIN, task_start_twice, after_pending),
+    ROW(weft_task_start, "a pool another thread is destroying (still lazy)", -ESHUTDOWN, PLAIN, task_start_shutdown),
+    ROW(weft_task_join, "NULL", -EINVAL, TASK, task_join_null),
+    ROW(weft_task_join, "the calling task's own handle", -EINVAL, PLAIN, task_join_self),
+    ROW_AFTER(weft_task_join, "in a coroutine (handle not consumed)", -EDEADLK, CORO, task_join_spawned, after_pending),
+    ROW_AFTER(weft_task_join, "in a cancelled task, the task still running", -ECANCELED, TASK, task_join_cancelled, after_release),
+    {"weft_task_join", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_JOIN_LAZY_NOMEM, after_pending, true},
     ROW(weft_spawn, "`pool` NULL", -EINVAL, PLAIN, spawn_pool_null),
     ROW(weft_spawn, "`fn` NULL", -EINVAL, PLAIN, spawn_fn_null),
     ROW(weft_spawn, "a pool another thread is destroying", -ESHUTDOWN, PLAIN,

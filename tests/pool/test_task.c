@@ -1341,6 +1341,228 @@ static void test_yield_lets_queued_run(void **state)
     WT_CLEAN();
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Rooms: weft_task_create_with, weft_task_start, weft_task_join        */
+
+/* A job that lives in its task's room: the body checks what its creator
+ * wrote, may yield (and so move), and leaves its answer beside it. */
+struct job {
+    uint64_t seed;
+    uint64_t words[5];
+    uint64_t out;
+    uint32_t yields;
+};
+_Static_assert(sizeof(struct job) <= WEFT_TASK_ROOM, "a job fits the room");
+
+static void job_fill(struct job *j, uint64_t seed, uint32_t yields)
+{
+    j->seed = seed;
+    for (int i = 0; i < 5; i++)
+        j->words[i] = seed * 31 + (uint64_t)i;
+    j->out = 0;
+    j->yields = yields;
+}
+
+static void *job_body(void *arg)
+{
+    struct job *j = arg;
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < j->yields; k++)
+        (void)weft_yield(); /* -EPERM on no pool: then it just goes on */
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ(j->words[i], j->seed * 31 + (uint64_t)i);
+        sum += j->words[i];
+        j->words[i] = ~j->words[i];
+    }
+    j->out = sum;
+    return P(j->seed + 1);
+}
+
+static uint64_t job_sum(uint64_t seed)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < 5; i++)
+        sum += seed * 31 + (uint64_t)i;
+    return sum;
+}
+
+static void job_check_done(const struct job *j, uint64_t seed)
+{
+    CHECK_EQ(j->out, job_sum(seed));
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(j->words[i], ~(seed * 31 + (uint64_t)i));
+}
+
+static weft_task *job_start(weft_pool *p, uint64_t seed, uint32_t yields,
+                            struct job **jp)
+{
+    weft_task *t = NULL;
+    void *room = NULL;
+    CHECK_EQ(weft_task_create_with(&t, job_body, sizeof(struct job), &room,
+                                   NULL), 0);
+    CHECK((uintptr_t)room % _Alignof(max_align_t) == 0);
+    job_fill(room, seed, yields);
+    if (p)
+        CHECK_EQ(weft_task_start(t, p), 0);
+    *jp = room;
+    return t;
+}
+
+/* Many rooms alive at once, each its own: the bodies run (and move between
+ * workers) while others are made and filled; a room that overlapped
+ * another, or a field the scheduler writes, would fail a check. */
+#define ROOMS 2000
+
+static void test_room_many(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    static weft_task *t[ROOMS];
+    static struct job *j[ROOMS];
+    for (int i = 0; i < ROOMS; i++)
+        t[i] = job_start(p, (uint64_t)i * 7919u, (uint32_t)(i % 3), &j[i]);
+    for (int i = 0; i < ROOMS; i++) {
+        assert_int_equal(weft_task_join(t[i]), 0);
+        job_check_done(j[i], (uint64_t)i * 7919u);
+        /* Joined: joining again, and then consuming, return at once. */
+        assert_int_equal(weft_task_join(t[i]), 0);
+        if (i % 2) {
+            assert_int_equal(weft_task_detach(t[i]), 0);
+        } else {
+            void *r = NULL;
+            assert_int_equal(weft_sync_wait(t[i], &r), 0);
+            assert_int_equal(I(r), (intptr_t)i * 7919 + 1);
+        }
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* In a task: a started room task joined at once (on one worker it is the
+ * newest entry of our deque, and runs inline), a lazy one joined (it
+ * starts here), then each awaited for its value. */
+static void *room_joins_in_task(void *arg)
+{
+    (void)arg;
+    struct job *a, *b;
+    weft_task *ta = job_start(weft_pool_current(), 11, 0, &a);
+    weft_task *tb = job_start(NULL, 12, 1, &b);
+    CHECK_EQ(weft_task_start(tb, NULL), -EINVAL); /* refused: still lazy */
+    CHECK_EQ(weft_task_join(ta), 0);
+    job_check_done(a, 11);
+    CHECK_EQ(weft_task_join(tb), 0);
+    job_check_done(b, 12);
+    CHECK_EQ(weft_task_start(tb, weft_pool_current()), -EINVAL); /* ran */
+    void *r = NULL;
+    CHECK_EQ(weft_await(ta, &r), 0);
+    CHECK_EQ(I(r), 12);
+    CHECK_EQ(weft_await(tb, &r), 0);
+    CHECK_EQ(I(r), 13);
+    return P(1);
+}
+
+static void test_room_join_in_task(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_int_equal(I(wt_run(p, room_joins_in_task, NULL)), 1);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A lazy room task joined on a plain thread runs on this thread, then is
+ * waited for at once. */
+static void test_room_join_lazy_plain(void **state)
+{
+    (void)state;
+    struct job *j;
+    weft_task *t = job_start(NULL, 5, 2, &j);
+    assert_int_equal(weft_task_join(t), 0);
+    job_check_done(j, 5);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 6);
+    WT_CLEAN();
+}
+
+/* A room larger than WEFT_TASK_ROOM: memory of its own, aligned too,
+ * whole, freed with the record (ASan's leak check watches the detaches,
+ * one of a task that never ran). */
+#define BIG_ROOM 4096
+
+static void *big_body(void *arg)
+{
+    unsigned char *b = arg;
+    unsigned sum = 0;
+    for (size_t i = 0; i < BIG_ROOM; i++) {
+        CHECK_EQ(b[i], (unsigned char)i);
+        sum += b[i];
+        b[i] = (unsigned char)(255 - b[i]);
+    }
+    return P(sum);
+}
+
+static void test_room_big(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *t;
+    void *room = NULL;
+    assert_int_equal(weft_task_create_with(&t, big_body, BIG_ROOM, &room,
+                                           NULL), 0);
+    assert_true((uintptr_t)room % _Alignof(max_align_t) == 0);
+    unsigned char *b = room;
+    unsigned want = 0;
+    for (size_t i = 0; i < BIG_ROOM; i++) {
+        b[i] = (unsigned char)i;
+        want += (unsigned char)i;
+    }
+    assert_int_equal(weft_task_start(t, p), 0);
+    assert_int_equal(weft_task_join(t), 0);
+    for (size_t i = 0; i < BIG_ROOM; i++)
+        if (b[i] != (unsigned char)(255 - (unsigned char)i))
+            fail_msg("room byte %zu is %u", i, b[i]);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), want);
+    /* Never started, detached: freed with its room at once. */
+    assert_int_equal(weft_task_create_with(&t, big_body, BIG_ROOM, &room,
+                                           NULL), 0);
+    assert_int_equal(weft_task_detach(t), 0);
+    /* Started and detached: its room lives until it ends. */
+    assert_int_equal(weft_task_create_with(&t, big_body, BIG_ROOM, &room,
+                                           NULL), 0);
+    for (size_t i = 0; i < BIG_ROOM; i++)
+        ((unsigned char *)room)[i] = (unsigned char)i;
+    assert_int_equal(weft_task_start(t, p), 0);
+    assert_int_equal(weft_task_detach(t), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_task_start queues a lazy task exactly as weft_spawn would: it runs
+ * on the pool (not here) without anyone waiting for it. */
+static void *note_pool(void *arg)
+{
+    atomic_store((_Atomic(weft_pool *) *)arg, weft_pool_current());
+    return NULL;
+}
+
+static void test_task_start_runs_on_pool(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    _Atomic(weft_pool *) seen = NULL;
+    weft_task *t;
+    assert_int_equal(weft_task_create(&t, note_pool, &seen, NULL), 0);
+    assert_int_equal(weft_task_start(t, p), 0);
+    assert_int_equal(weft_task_start(t, p), -EINVAL);
+    uint64_t until = wt_now_ns() + MS(60000);
+    while (!atomic_load(&seen) && wt_now_ns() < until)
+        sched_yield();
+    assert_ptr_equal(atomic_load(&seen), p);
+    assert_int_equal(weft_sync_wait(t, NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -1372,6 +1594,11 @@ int main(void)
         WT_TEST(test_schedule_two_pools),
         WT_TEST1(test_yield_round_robin),
         WT_TEST(test_yield_lets_queued_run),
+        WT_TEST(test_room_many),
+        WT_TEST(test_room_join_in_task),
+        WT_TEST1(test_room_join_lazy_plain),
+        WT_TEST(test_room_big),
+        WT_TEST(test_task_start_runs_on_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

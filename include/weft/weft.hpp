@@ -1,0 +1,1177 @@
+/*
+ * weft/weft.hpp — a header-only C++17 layer over weft's C API.
+ *
+ *   weft::pool p{4};
+ *   std::string who = "world";
+ *   auto t = weft::spawn(p, [who](int n) { return who + std::to_string(n); }, 7);
+ *   std::string s = t.get();            // in a task: awaits; else blocks
+ *
+ * What is here: weft::pool (RAII over weft_pool), weft::spawn and
+ * weft::task<T> (a typed, move-only handle), weft::this_task (yield,
+ * sleep_for, schedule), weft::mutex and weft::condition_variable (usable
+ * with std::lock_guard, std::unique_lock and std::scoped_lock),
+ * weft::channel<T> (movable T, close, range-for), the socket calls of
+ * weft/io.h with std::chrono timeouts (weft::io), and weft's
+ * std::error_category.  Nothing is compiled: the layer is templates and
+ * inline functions over the C calls; a C++17 compiler and libweft suffice.
+ *
+ * Errors.  A call that fails throws std::system_error whose code() is in
+ * weft::category() (its value the positive errno, its message
+ * weft_strerror's), and compares equal to the std::errc of the same value
+ * (e.g. std::errc::operation_canceled).  As in the C API, a call that
+ * throws has changed nothing (weft/weft.h, "Errors").  Outcomes that are
+ * not failures are return values instead, as in the standard library:
+ * try_lock and the timed lock say bool, wait_for says std::cv_status, a
+ * closed channel says false or std::nullopt, a try or timed channel call
+ * says weft::channel_status.  The socket calls (weft::io), where errors
+ * are routine, have a second overload that takes a std::error_code& and
+ * throws nothing; everything else throws only.
+ *
+ * Ownership.  weft::pool owns its pool: the destructor destroys it, which
+ * waits until every task queued on it has ended (weft_pool_destroy); a
+ * failure there (a pool destroyed from one of its own tasks, or from a
+ * cancelled task) is a bug in the program and calls std::terminate, as a
+ * joinable std::thread's destructor does: call destroy() first to handle
+ * it.  A weft::task<T> owns its task's handle, moves and never copies;
+ * the callable and its arguments are moved (decay-copied) into the task,
+ * as std::thread does, so a lambda's captures are the task's own.
+ *
+ * Destructor.  Like std::jthread, a task<T> that still holds a task waits
+ * for it in its destructor (so the references a lambda captured stay valid
+ * for as long as it runs), and drops its result or exception.  It does not
+ * cancel it (std::jthread asks its thread to stop; here, call cancel()
+ * first for that).  In a cancelled task, where every wait returns at once,
+ * that wait is a loop that yields the worker until the task ends.  To let
+ * a task run on alone, detach() it: its result is then destroyed by
+ * whichever of the two sides finishes last.
+ *
+ * The room rule.  weft::spawn makes the task with weft_task_create_with:
+ * the callable, its arguments, and later the result (or the exception)
+ * share one room that weft keeps with the task.  When that room is at most
+ * WEFT_TASK_ROOM (64) bytes, weft::spawn allocates nothing beyond what
+ * weft_spawn does (a task record from weft's own cache, and its stack);
+ * weft::fits_room<F, Args...> says whether it is (the larger of the
+ * callable with its arguments, and the result or a std::exception_ptr,
+ * plus one byte).  A larger room is one allocation, freed with the task.
+ * get() moves the result out of the room: no allocation either.
+ *
+ * Thread affinity.  A task runs on whatever worker its pool gives it, and
+ * after anything that can wait (get(), a lock, a condition or channel
+ * wait, yield, sleep_for, the socket calls) it may continue on another
+ * thread.  So: read a thread_local (errno included) before a wait and not
+ * after, and drain a per-thread error queue (OpenSSL's ERR_get_error,
+ * GetLastError-style state) before a wait too.  The C++ runtime keeps the
+ * exceptions being handled per thread: never wait inside a catch handler
+ * (nor in a destructor run while an exception unwinds); take what you
+ * need from the exception (or std::current_exception()), leave the
+ * handler, then wait.  A weft::mutex belongs to the task that locked it,
+ * not to its thread, so it may be unlocked on another thread than the one
+ * that locked it; a std::mutex held across a wait may not.
+ *
+ * Contexts (weft/weft.h, "Contexts").  task<T>::get() and wait() work in
+ * a task (they park it) and on a plain thread (they block it).  The
+ * mutex, condition variable, channel and socket calls work in both too.
+ * this_task::yield needs a task on a pool; this_task::sleep_for works
+ * anywhere (it sleeps a plain thread).
+ *
+ * Compared with Boost.Fiber and marl (facts, for orientation).
+ * Boost.Fiber: fibers run on the thread that launched them unless a
+ * work-stealing or work-sharing scheduler algorithm is installed per
+ * thread; boost::fibers::fiber must be joined or detached before its
+ * destructor, like std::thread (a joinable one terminates); results come
+ * through boost::fibers::future / async / packaged_task, which allocate a
+ * shared state; boost::fibers::mutex is owned by the fiber, and its
+ * condition_variable and buffered_channel / unbuffered_channel mirror the
+ * std ones, channels reporting close through channel_op_status.  marl:
+ * a marl::Scheduler is bound to threads with bind(), tasks are
+ * std::function<void()> given to marl::schedule() (no result type; the
+ * std::function may allocate), and joining is done with marl::WaitGroup,
+ * marl::Event or marl::Ticket; marl::ConditionVariable waits with a
+ * marl::lock, marl's own lock type over marl::mutex, and misuse is
+ * reported by assertions, not exceptions.  weft::task<T> carries a typed result or an
+ * exception to get(), waits in its destructor (std::jthread's choice), and
+ * needs no allocation for a callable that fits the room; one pool of
+ * worker threads runs all its tasks with work stealing, and sockets park
+ * tasks on its netpoller.
+ */
+#ifndef WEFT_WEFT_HPP
+#define WEFT_WEFT_HPP
+
+#if __cplusplus < 201703L
+#error "weft/weft.hpp needs C++17"
+#endif
+
+#include <weft/weft.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace weft {
+
+/* ------------------------------------------------------------ errors */
+
+namespace detail {
+class weft_category final : public std::error_category {
+public:
+    const char *name() const noexcept override { return "weft"; }
+    std::string message(int ev) const override { return weft_strerror(ev); }
+    /* weft's codes are errno values: they compare equal to std::errc. */
+    std::error_condition default_error_condition(int ev) const noexcept override
+    {
+        return std::error_condition(ev, std::generic_category());
+    }
+};
+} // namespace detail
+
+/* weft's error category: one object for the whole program (an inline
+ * function's static is shared by every translation unit). */
+inline const std::error_category &category() noexcept
+{
+    static const detail::weft_category c;
+    return c;
+}
+
+/* The std::error_code of a C call's negative return (0 or more: none). */
+inline std::error_code make_error_code(long rc) noexcept
+{
+    return rc < 0 ? std::error_code(static_cast<int>(-rc), category())
+                  : std::error_code();
+}
+
+namespace detail {
+[[noreturn]] inline void throw_error(long rc, const char *what)
+{
+    throw std::system_error(make_error_code(rc), what);
+}
+
+inline void check(long rc, const char *what)
+{
+    if (rc < 0)
+        throw_error(rc, what);
+}
+
+/* A duration as the C API's timeout: negative is 0 (do not wait), and
+ * anything past what 63 bits of nanoseconds hold (292 years) is
+ * UINT64_MAX, no limit.  Rounded up, so that a wait never ends before the
+ * duration asked for. */
+template <class Rep, class Period>
+std::uint64_t to_ns(const std::chrono::duration<Rep, Period> &d) noexcept
+{
+    if (d <= d.zero())
+        return 0;
+    if (std::chrono::duration<long double, std::nano>(d).count() >= 9.2e18L)
+        return UINT64_MAX;
+    return static_cast<std::uint64_t>(
+        std::chrono::ceil<std::chrono::nanoseconds>(d).count());
+}
+
+/* Time left until t on its clock, as a timeout. */
+template <class Clock, class Duration>
+std::uint64_t ns_until(const std::chrono::time_point<Clock, Duration> &t)
+{
+    return to_ns(t - Clock::now());
+}
+
+/* Let others run while waiting without a wait (see task's destructor): the
+ * worker in a task on a pool, else the thread. */
+inline void yield_somehow() noexcept
+{
+    if (weft_yield() != 0)
+        std::this_thread::yield();
+}
+} // namespace detail
+
+/* -------------------------------------------------------------- pool */
+
+class pool {
+public:
+    /* A pool of `workers` threads (0: one per CPU, weft_pool_create's
+     * default). */
+    explicit pool(unsigned workers = 0)
+    {
+        weft_pool_opts o{};
+        o.threads = workers;
+        detail::check(weft_pool_create(&p_, &o), "weft::pool");
+    }
+    /* A pool with every option of the C API. */
+    explicit pool(const weft_pool_opts &opts)
+    {
+        detail::check(weft_pool_create(&p_, &opts), "weft::pool");
+    }
+    pool(const pool &) = delete;
+    pool &operator=(const pool &) = delete;
+    pool(pool &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    pool &operator=(pool &&o) noexcept
+    {
+        if (this != &o) {
+            close_or_terminate();
+            p_ = std::exchange(o.p_, nullptr);
+        }
+        return *this;
+    }
+    ~pool() { close_or_terminate(); }
+
+    /* Destroy it now: wait until every task queued on it has ended
+     * (weft_pool_destroy).  Throws as weft_pool_destroy fails; after that
+     * the pool is still this object's (-ETIMEDOUT and -ECANCELED leave it
+     * being destroyed: call destroy() again). */
+    void destroy()
+    {
+        if (p_) {
+            detail::check(weft_pool_destroy(p_), "weft::pool::destroy");
+            p_ = nullptr;
+        }
+    }
+    /* The same, waiting at most d: false if its tasks ran on past it
+     * (the pool is left being destroyed, weft_pool_destroy_for). */
+    template <class Rep, class Period>
+    bool destroy_for(const std::chrono::duration<Rep, Period> &d)
+    {
+        if (!p_)
+            return true;
+        int rc = weft_pool_destroy_for(p_, detail::to_ns(d));
+        if (rc == -ETIMEDOUT)
+            return false;
+        detail::check(rc, "weft::pool::destroy_for");
+        p_ = nullptr;
+        return true;
+    }
+
+    unsigned threads() const noexcept { return weft_pool_threads(p_); }
+    weft_pool *native_handle() const noexcept { return p_; }
+    /* The pool whose worker runs the caller, or NULL (weft_pool_current). */
+    static weft_pool *current() noexcept { return weft_pool_current(); }
+
+private:
+    void close_or_terminate() noexcept
+    {
+        if (p_ && weft_pool_destroy(p_) != 0)
+            std::terminate(); /* see the top: "Ownership" */
+        p_ = nullptr;
+    }
+    weft_pool *p_ = nullptr;
+};
+
+/* -------------------------------------------------------------- task */
+
+namespace detail {
+
+/* What a task's room says of its outcome.  Only `abandoned` is ever
+ * raced for (detach versus the body's end); see frame::finish. */
+enum : unsigned char {
+    st_running = 0,
+    st_value = 1,
+    st_error = 2,
+    st_abandoned = 3,
+};
+
+struct no_value {};
+
+/* The outcome a task<R> reads: where its value or exception lies in the
+ * room, whatever the callable was. */
+template <class R>
+union outcome {
+    outcome() {}
+    ~outcome() {}
+    std::conditional_t<std::is_void_v<R>, no_value, R> value;
+    std::exception_ptr error;
+};
+
+template <class R>
+void destroy_outcome(outcome<R> *o, unsigned char st) noexcept
+{
+    if (st == st_error)
+        o->error.~exception_ptr();
+    else if constexpr (!std::is_void_v<R>)
+        if (st == st_value)
+            o->value.~R();
+}
+
+/* The whole room of a task made by weft::spawn: the call (the callable and
+ * its arguments) until the body has made it, then, in the same bytes, its
+ * outcome; and the state byte beside them. */
+template <class R, class Call>
+struct frame {
+    union U {
+        U() {}
+        ~U() {}
+        Call call;
+        outcome<R> out;
+    } u;
+    std::atomic<unsigned char> state{st_running};
+
+    /* Bytes asked of weft_task_create_with: weft aligns a room to
+     * max_align_t; a stricter frame gets its slack to align itself in. */
+    static constexpr std::size_t room_size =
+        sizeof(frame) + (alignof(frame) > alignof(std::max_align_t)
+                             ? alignof(frame) - alignof(std::max_align_t)
+                             : 0);
+
+    static frame *at(void *room) noexcept
+    {
+        if constexpr (alignof(frame) <= alignof(std::max_align_t))
+            return static_cast<frame *>(room); /* weft aligned it */
+        auto a = reinterpret_cast<std::uintptr_t>(room);
+        a = (a + alignof(frame) - 1) & ~(std::uintptr_t)(alignof(frame) - 1);
+        return reinterpret_cast<frame *>(a);
+    }
+
+    /*
+     * The body's end.  A detached task's outcome is destroyed by whichever
+     * side comes second, decided by one exchange on `state` each:
+     *   body:     old = exchange(st, kind); if old == abandoned: destroy
+     *   detach(): old = exchange(abandoned); if old is a kind: destroy
+     * acq_rel on both: the release publishes what one side wrote (the
+     * outcome; the detacher writes nothing after its exchange), the
+     * acquire makes the side that destroys see it.  An outcome with
+     * nothing to destroy (void, or a trivially destructible value) needs
+     * no exchange: a relaxed store, which get() reads only after
+     * weft_task_join's acquire, and which a detacher may read or not, with
+     * nothing to do either way.  That keeps an RMW off the common path of
+     * task<int> (fib).
+     */
+    void finish(unsigned char kind, bool needs_destroy) noexcept
+    {
+        if (!needs_destroy) {
+            state.store(kind, std::memory_order_relaxed);
+            return;
+        }
+        if (state.exchange(kind, std::memory_order_acq_rel) == st_abandoned)
+            destroy_outcome(&u.out, kind);
+    }
+
+    /* weft_fn: the task's body, called with the room. */
+    static void *body(void *room) noexcept
+    {
+        frame *f = at(room);
+        bool call_alive = true;
+        try {
+            auto invoke = [](auto &&fn, auto &&...args) -> decltype(auto) {
+                return std::invoke(std::move(fn), std::move(args)...);
+            };
+            if constexpr (std::is_void_v<R>) {
+                std::apply(invoke, std::move(f->u.call));
+                f->u.call.~Call();
+                call_alive = false;
+                f->finish(st_value, false);
+            } else {
+                /* The call's bytes are the value's: the value waits on
+                 * this task's stack while the call is destroyed. */
+                R r = std::apply(invoke, std::move(f->u.call));
+                f->u.call.~Call();
+                call_alive = false;
+                ::new (static_cast<void *>(&f->u.out.value)) R(std::move(r));
+                f->finish(st_value, !std::is_trivially_destructible_v<R>);
+            }
+        } catch (...) {
+            /* No wait in here (see the top: "Thread affinity"). */
+            if (call_alive)
+                f->u.call.~Call();
+            ::new (static_cast<void *>(&f->u.out.error))
+                std::exception_ptr(std::current_exception());
+            f->finish(st_error, true);
+        }
+        return nullptr;
+    }
+};
+
+template <class F, class... Args>
+using call_t = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
+
+template <class F, class... Args>
+using result_t = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+
+} // namespace detail
+
+/* Whether weft::spawn(p, f, args...) allocates nothing for its room (see
+ * the top: "The room rule"). */
+template <class F, class... Args>
+inline constexpr bool fits_room =
+    detail::frame<detail::result_t<F, Args...>,
+                  detail::call_t<F, Args...>>::room_size <= WEFT_TASK_ROOM;
+
+template <class T>
+class task {
+    static_assert(!std::is_reference_v<T>,
+                  "weft::task<T&>: return a pointer or std::reference_wrapper");
+
+public:
+    task() noexcept = default;
+    task(const task &) = delete;
+    task &operator=(const task &) = delete;
+    task(task &&o) noexcept
+        : t_(std::exchange(o.t_, nullptr)), out_(o.out_), state_(o.state_)
+    {
+    }
+    /* As std::jthread's: first waits for the task this one holds. */
+    task &operator=(task &&o) noexcept
+    {
+        if (this != &o) {
+            reap();
+            t_ = std::exchange(o.t_, nullptr);
+            out_ = o.out_;
+            state_ = o.state_;
+        }
+        return *this;
+    }
+    ~task() { reap(); }
+
+    /* Whether it holds a task (not default-made, moved from, got, or
+     * detached). */
+    bool valid() const noexcept { return t_ != nullptr; }
+    explicit operator bool() const noexcept { return valid(); }
+
+    /* Wait until the task ends (in a task: parks; on a plain thread:
+     * blocks), keeping it: get() then returns at once.  Throws
+     * std::system_error as weft_task_join fails (operation_canceled in a
+     * cancelled task), and invalid_argument for no task. */
+    void wait() const
+    {
+        need_task("weft::task::wait");
+        detail::check(weft_task_join(t_), "weft::task::wait");
+    }
+
+    /* Wait as wait() does, then give the task's value, or throw the
+     * exception it threw; the task is consumed (valid() is false after),
+     * unless the wait itself threw. */
+    T get()
+    {
+        wait();
+        weft_task *t = std::exchange(t_, nullptr);
+        /* Relaxed: weft_task_join's return ordered the body's writes
+         * before this. */
+        if (state_->load(std::memory_order_relaxed) == detail::st_error) {
+            std::exception_ptr e = std::move(out_->error);
+            out_->error.~exception_ptr();
+            (void)weft_task_detach(t); /* ended: freed now */
+            std::rethrow_exception(std::move(e));
+        }
+        if constexpr (std::is_void_v<T>) {
+            (void)weft_task_detach(t);
+        } else if constexpr (std::is_nothrow_move_constructible_v<T>) {
+            T v(std::move(out_->value));
+            out_->value.~T();
+            (void)weft_task_detach(t);
+            return v;
+        } else {
+            /* A move that throws: the task is freed all the same. */
+            struct consume {
+                weft_task *t;
+                detail::outcome<T> *o;
+                ~consume()
+                {
+                    o->value.~T();
+                    (void)weft_task_detach(t);
+                }
+            } c{t, out_};
+            return T(std::move(out_->value));
+        }
+    }
+
+    /* Let it run on alone; its outcome is dropped when it ends. */
+    void detach()
+    {
+        need_task("weft::task::detach");
+        abandon();
+    }
+
+    /* weft_task_cancel: its waits end with operation_canceled from now on
+     * (weft/weft.h, "Cancellation").  It is still this handle's. */
+    void cancel() const
+    {
+        need_task("weft::task::cancel");
+        (void)weft_task_cancel(t_);
+    }
+
+    std::uint64_t id() const noexcept { return weft_task_id(t_); }
+    weft_task *native_handle() const noexcept { return t_; }
+
+private:
+    template <class F, class... Args>
+    friend task<detail::result_t<F, Args...>>
+    spawn_with(weft_pool *, const weft_task_opts *, F &&, Args &&...);
+
+    task(weft_task *t, detail::outcome<T> *out,
+         std::atomic<unsigned char> *state) noexcept
+        : t_(t), out_(out), state_(state)
+    {
+    }
+
+    void need_task(const char *what) const
+    {
+        if (!t_)
+            detail::throw_error(-EINVAL, what);
+    }
+
+    /* The detach side of frame::finish's exchange (acq_rel: see there);
+     * the task may still run, and is freed by weft when it ends. */
+    void abandon() noexcept
+    {
+        unsigned char old =
+            state_->exchange(detail::st_abandoned, std::memory_order_acq_rel);
+        detail::destroy_outcome(out_, old);
+        (void)weft_task_detach(std::exchange(t_, nullptr));
+    }
+
+    /* The destructor's wait (see the top: "Destructor"). */
+    void reap() noexcept
+    {
+        if (!t_)
+            return;
+        int rc;
+        while ((rc = weft_task_join(t_)) == -ECANCELED)
+            detail::yield_somehow();
+        if (rc != 0) {
+            /* -EDEADLK: inside a standalone coroutine on a plain thread,
+             * where nothing can wait: it runs on alone. */
+            abandon();
+            return;
+        }
+        /* Relaxed: as get()'s, after weft_task_join's acquire. */
+        detail::destroy_outcome(out_,
+                                state_->load(std::memory_order_relaxed));
+        (void)weft_task_detach(std::exchange(t_, nullptr));
+    }
+
+    weft_task *t_ = nullptr;
+    detail::outcome<T> *out_ = nullptr;
+    std::atomic<unsigned char> *state_ = nullptr;
+};
+
+/*
+ * spawn_with - run f(args...) in a new task on pool p, with the C API's
+ * task options (stack size, name; opts may be NULL): f and args are
+ * decay-copied (moved from rvalues) into the task's room.  Any context.
+ * Throws std::system_error: invalid_argument (p NULL, bad options),
+ * not_enough_memory, and weft's ESHUTDOWN (p is being destroyed), with
+ * nothing made; whatever constructing the room's copies throws, likewise.
+ */
+template <class F, class... Args>
+task<detail::result_t<F, Args...>>
+spawn_with(weft_pool *p, const weft_task_opts *opts, F &&f, Args &&...args)
+{
+    using R = detail::result_t<F, Args...>;
+    using Call = detail::call_t<F, Args...>;
+    using Frame = detail::frame<R, Call>;
+    weft_task *t;
+    void *room;
+    detail::check(weft_task_create_with(&t, &Frame::body, Frame::room_size,
+                                        &room, opts),
+                  "weft::spawn");
+    Frame *fr = Frame::at(room);
+    try {
+        ::new (static_cast<void *>(fr)) Frame();
+        ::new (static_cast<void *>(&fr->u.call))
+            Call(std::forward<F>(f), std::forward<Args>(args)...);
+    } catch (...) {
+        (void)weft_task_detach(t); /* lazy, never started: freed */
+        throw;
+    }
+    int rc = weft_task_start(t, p);
+    if (rc != 0) {
+        fr->u.call.~Call();
+        (void)weft_task_detach(t);
+        detail::throw_error(rc, "weft::spawn");
+    }
+    return task<R>(t, &fr->u.out, &fr->state);
+}
+
+/* spawn - spawn_with, default options. */
+template <class F, class... Args>
+task<detail::result_t<F, Args...>> spawn(weft_pool *p, F &&f, Args &&...args)
+{
+    return spawn_with(p, nullptr, std::forward<F>(f),
+                      std::forward<Args>(args)...);
+}
+
+template <class F, class... Args>
+task<detail::result_t<F, Args...>> spawn(pool &p, F &&f, Args &&...args)
+{
+    return spawn_with(p.native_handle(), nullptr, std::forward<F>(f),
+                      std::forward<Args>(args)...);
+}
+
+/* --------------------------------------------------------- this_task */
+
+namespace this_task {
+
+/* Let the tasks already queued on this worker run first (weft_yield).
+ * Throws std::system_error (operation_not_permitted) outside a task on a
+ * pool. */
+inline void yield()
+{
+    detail::check(weft_yield(), "weft::this_task::yield");
+}
+
+/* Wait d: a task parks on its pool's timer, a plain thread sleeps.
+ * Throws std::system_error: operation_canceled (a cancelled task: it did
+ * not sleep, unless d is 0 or less), not_enough_memory. */
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period> &d)
+{
+    detail::check(weft_sleep(detail::to_ns(d)), "weft::this_task::sleep_for");
+}
+
+template <class Clock, class Duration>
+void sleep_until(const std::chrono::time_point<Clock, Duration> &t)
+{
+    sleep_for(t - Clock::now());
+}
+
+/* Move the calling task to a worker of p (weft_schedule). */
+inline void schedule(pool &p)
+{
+    detail::check(weft_schedule(p.native_handle()), "weft::this_task::schedule");
+}
+
+/* The running task (borrowed: no handle), or NULL on a plain thread. */
+inline weft_task *current() noexcept { return weft_task_current(); }
+
+/* Its id (weft_task_id), 0 on a plain thread. */
+inline std::uint64_t id() noexcept { return weft_task_id(weft_task_current()); }
+
+} // namespace this_task
+
+/* ----------------------------------------------------- mutex, condvar */
+
+/* A mutex whose lock parks a task (blocks a plain thread).  Lockable and
+ * TimedLockable: std::lock_guard, std::unique_lock, std::scoped_lock. */
+class mutex {
+public:
+    mutex() noexcept { weft_mutex_init(&m_); }
+    mutex(const mutex &) = delete;
+    mutex &operator=(const mutex &) = delete;
+
+    /* Throws std::system_error: operation_canceled (a cancelled task and
+     * the mutex held by another), resource_deadlock_would_occur (held by
+     * the caller). */
+    void lock() { detail::check(weft_mutex_lock(&m_), "weft::mutex::lock"); }
+    bool try_lock() noexcept { return weft_mutex_trylock(&m_) == 0; }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &d)
+    {
+        return timed(weft_mutex_lock_for(&m_, detail::to_ns(d)));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t)
+    {
+        return timed(weft_mutex_lock_for(&m_, detail::ns_until(t)));
+    }
+    /* Unlocking a mutex the caller does not hold is undefined, as for
+     * std::mutex (weft says -EPERM, which this cannot throw from a
+     * lock_guard's destructor). */
+    void unlock() noexcept { (void)weft_mutex_unlock(&m_); }
+
+    weft_mutex *native_handle() noexcept { return &m_; }
+
+private:
+    static bool timed(int rc)
+    {
+        if (rc == -ETIMEDOUT)
+            return false;
+        detail::check(rc, "weft::mutex::try_lock_for");
+        return true;
+    }
+    weft_mutex m_;
+};
+
+/* A condition variable over weft::mutex, waited on with a
+ * std::unique_lock<weft::mutex>.  Every wait returns holding the lock,
+ * also when it throws (operation_canceled: weft_cond_wait's re-lock). */
+class condition_variable {
+public:
+    condition_variable() noexcept { weft_cond_init(&c_); }
+    condition_variable(const condition_variable &) = delete;
+    condition_variable &operator=(const condition_variable &) = delete;
+
+    void notify_one() noexcept { weft_cond_signal(&c_); }
+    void notify_all() noexcept { weft_cond_broadcast(&c_); }
+
+    void wait(std::unique_lock<mutex> &lk)
+    {
+        detail::check(weft_cond_wait(&c_, lk.mutex()->native_handle()),
+                      "weft::condition_variable::wait");
+    }
+    template <class Pred>
+    void wait(std::unique_lock<mutex> &lk, Pred pred)
+    {
+        while (!pred())
+            wait(lk);
+    }
+
+    template <class Rep, class Period>
+    std::cv_status wait_for(std::unique_lock<mutex> &lk,
+                            const std::chrono::duration<Rep, Period> &d)
+    {
+        int rc = weft_cond_wait_for(&c_, lk.mutex()->native_handle(),
+                                    detail::to_ns(d));
+        if (rc == -ETIMEDOUT)
+            return std::cv_status::timeout;
+        detail::check(rc, "weft::condition_variable::wait_for");
+        return std::cv_status::no_timeout;
+    }
+    /* The predicate's value when it returns: false only at the deadline. */
+    template <class Rep, class Period, class Pred>
+    bool wait_for(std::unique_lock<mutex> &lk,
+                  const std::chrono::duration<Rep, Period> &d, Pred pred)
+    {
+        /* One deadline for the whole wait, however many wake-ups: the
+         * monotonic clock, as weft's own. */
+        return wait_until(lk, std::chrono::steady_clock::now() + d,
+                          std::move(pred));
+    }
+
+    template <class Clock, class Duration>
+    std::cv_status wait_until(std::unique_lock<mutex> &lk,
+                              const std::chrono::time_point<Clock, Duration> &t)
+    {
+        return wait_for(lk, t - Clock::now());
+    }
+    template <class Clock, class Duration, class Pred>
+    bool wait_until(std::unique_lock<mutex> &lk,
+                    const std::chrono::time_point<Clock, Duration> &t,
+                    Pred pred)
+    {
+        while (!pred())
+            if (wait_until(lk, t) == std::cv_status::timeout)
+                return pred();
+        return true;
+    }
+
+    weft_cond *native_handle() noexcept { return &c_; }
+
+private:
+    weft_cond c_;
+};
+
+/* ------------------------------------------------------------ channel */
+
+/* The outcome of a channel call that may give up. */
+enum class channel_status {
+    ok,
+    closed,      /* closed (for a receive: and drained)                 */
+    timeout,     /* the _for form's time ran out                        */
+    would_block, /* a try that would have had to wait                   */
+};
+
+/*
+ * channel<T> - weft_chan of T, for any move-constructible T.  A T that is
+ * trivially copyable and fits a pointer travels in the C channel's void *
+ * itself; any other is moved into one allocation per value (new T), which
+ * the receive moves out of and frees.  Capacity 0 is a rendezvous.
+ * The calls that take a T& (try_send, send_for) move from it only when
+ * the value went; receives that fail leave their T& as it was.  Throws
+ * std::system_error for what is not a channel_status (operation_canceled,
+ * not_enough_memory).  Any context.  The destructor closes the channel,
+ * drops what is left in it, and frees it: no call may be in progress on
+ * it or start then (as with weft_chan_destroy).
+ */
+template <class T>
+class channel {
+    static_assert(std::is_move_constructible_v<T>,
+                  "weft::channel<T> needs a move-constructible T");
+    static constexpr bool inline_value =
+        std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void *) &&
+        alignof(T) <= alignof(void *);
+
+public:
+    explicit channel(std::size_t capacity = 0)
+    {
+        detail::check(weft_chan_create(&ch_, capacity), "weft::channel");
+    }
+    channel(const channel &) = delete;
+    channel &operator=(const channel &) = delete;
+    ~channel()
+    {
+        weft_chan_close(ch_);
+        void *v;
+        while (weft_chan_try_recv(ch_, &v) == 0)
+            drop(v);
+        /* -EBUSY: a waiter woken by the close has not returned yet. */
+        while (weft_chan_destroy(ch_) == -EBUSY)
+            detail::yield_somehow();
+    }
+
+    /* Send v, waiting for room; false if the channel is closed (v is then
+     * dropped). */
+    bool send(T v)
+    {
+        void *p = box(std::move(v));
+        int rc = weft_chan_send(ch_, p);
+        if (rc == 0)
+            return true;
+        drop(p);
+        if (rc == -EPIPE)
+            return false;
+        detail::throw_error(rc, "weft::channel::send");
+    }
+    channel_status try_send(T &v) { return send_status(v, 0, true); }
+    template <class Rep, class Period>
+    channel_status send_for(T &v, const std::chrono::duration<Rep, Period> &d)
+    {
+        return send_status(v, detail::to_ns(d), false);
+    }
+
+    /* The next value, waiting for one; nullopt once closed and drained. */
+    std::optional<T> recv()
+    {
+        void *p;
+        int rc = weft_chan_recv(ch_, &p);
+        if (rc == -EPIPE)
+            return std::nullopt;
+        detail::check(rc, "weft::channel::recv");
+        return std::optional<T>(unbox(p));
+    }
+    channel_status try_recv(T &out) { return recv_status(out, 0, true); }
+    template <class Rep, class Period>
+    channel_status recv_for(T &out, const std::chrono::duration<Rep, Period> &d)
+    {
+        return recv_status(out, detail::to_ns(d), false);
+    }
+
+    /* Close it: sends fail from now on, receives drain what is left. */
+    void close() noexcept { weft_chan_close(ch_); }
+
+    /* Range-for over what is received until the channel is closed and
+     * drained (an input range: each step receives, and may wait). */
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = T;
+        using difference_type = std::ptrdiff_t;
+        using pointer = T *;
+        using reference = T &;
+
+        iterator() = default;
+        T &operator*() { return *v_; }
+        T *operator->() { return &*v_; }
+        iterator &operator++()
+        {
+            v_ = c_->recv();
+            if (!v_)
+                c_ = nullptr;
+            return *this;
+        }
+        void operator++(int) { ++*this; }
+        bool operator==(const iterator &o) const { return c_ == o.c_; }
+        bool operator!=(const iterator &o) const { return c_ != o.c_; }
+
+    private:
+        friend class channel;
+        explicit iterator(channel *c) : c_(c) { ++*this; }
+        channel *c_ = nullptr;
+        std::optional<T> v_;
+    };
+    iterator begin() { return iterator(this); }
+    iterator end() { return iterator(); }
+
+    weft_chan *native_handle() noexcept { return ch_; }
+
+private:
+    static void *box(T &&v)
+    {
+        if constexpr (inline_value) {
+            void *p = nullptr;
+            std::memcpy(&p, &v, sizeof(T));
+            return p;
+        } else {
+            return new T(std::move(v));
+        }
+    }
+    static T unbox(void *p)
+    {
+        if constexpr (inline_value) {
+            T v;
+            std::memcpy(&v, &p, sizeof(T));
+            return v;
+        } else {
+            T *b = static_cast<T *>(p);
+            T v(std::move(*b));
+            delete b;
+            return v;
+        }
+    }
+    static void drop(void *p) noexcept
+    {
+        if constexpr (!inline_value)
+            delete static_cast<T *>(p);
+    }
+    static channel_status status_of(int rc, const char *what)
+    {
+        switch (rc) {
+        case 0: return channel_status::ok;
+        case -EPIPE: return channel_status::closed;
+        case -ETIMEDOUT: return channel_status::timeout;
+        case -EAGAIN: return channel_status::would_block;
+        default: detail::throw_error(rc, what);
+        }
+    }
+    channel_status send_status(T &v, std::uint64_t ns, bool try_only)
+    {
+        void *p = box(std::move(v));
+        int rc = try_only ? weft_chan_try_send(ch_, p)
+                          : weft_chan_send_for(ch_, p, ns);
+        if (rc != 0) {
+            /* Not sent: v gets its value back. */
+            if constexpr (!inline_value) {
+                v = std::move(*static_cast<T *>(p));
+                drop(p);
+            }
+        }
+        return status_of(rc, "weft::channel::send");
+    }
+    channel_status recv_status(T &out, std::uint64_t ns, bool try_only)
+    {
+        void *p;
+        int rc = try_only ? weft_chan_try_recv(ch_, &p)
+                          : weft_chan_recv_for(ch_, &p, ns);
+        channel_status s = status_of(rc, "weft::channel::recv");
+        if (s == channel_status::ok)
+            out = unbox(p);
+        return s;
+    }
+
+    weft_chan *ch_ = nullptr;
+};
+
+/* ---------------------------------------------------------------- io */
+
+/*
+ * The socket calls of weft/io.h (read there what each does, for owned and
+ * borrowed fds).  Each comes in four forms: plain; with a std::chrono
+ * timeout (the _for call: errc::timed_out once it passed); and both again
+ * with a trailing std::error_code& that gets the error instead of a throw
+ * (then the call returns -1 for an fd, 0 for a count).  A count of 0 from
+ * read is the end of the stream.
+ */
+namespace io {
+
+namespace detail {
+template <class R>
+R give(R rc, const char *what)
+{
+    weft::detail::check(static_cast<long>(rc), what);
+    return rc;
+}
+template <class R>
+R give(R rc, std::error_code &ec) noexcept
+{
+    ec = make_error_code(static_cast<long>(rc));
+    return rc;
+}
+inline std::size_t count(ssize_t rc, const char *what)
+{
+    return static_cast<std::size_t>(give(rc, what));
+}
+inline std::size_t count(ssize_t rc, std::error_code &ec) noexcept
+{
+    give(rc, ec);
+    return rc < 0 ? 0 : static_cast<std::size_t>(rc);
+}
+inline int fd(int rc, std::error_code &ec) noexcept
+{
+    return give(rc, ec) < 0 ? -1 : rc;
+}
+using weft::detail::to_ns;
+} // namespace detail
+
+inline int socket(int domain, int type, int protocol)
+{
+    return detail::give(weft_socket(domain, type, protocol), "weft::io::socket");
+}
+inline int socket(int domain, int type, int protocol,
+                  std::error_code &ec) noexcept
+{
+    return detail::fd(weft_socket(domain, type, protocol), ec);
+}
+
+inline void adopt(int fd)
+{
+    detail::give(weft_fd_adopt(fd), "weft::io::adopt");
+}
+inline void adopt(int fd, std::error_code &ec) noexcept
+{
+    detail::give(weft_fd_adopt(fd), ec);
+}
+
+inline void close(int fd) { detail::give(weft_close(fd), "weft::io::close"); }
+inline void close(int fd, std::error_code &ec) noexcept
+{
+    detail::give(weft_close(fd), ec);
+}
+
+/* Wait until fd is ready for `events` (WEFT_IN, WEFT_OUT); the ready
+ * subset (weft_wait_fd; 0 with an error_code set). */
+inline unsigned wait_fd(int fd, unsigned events)
+{
+    return static_cast<unsigned>(
+        detail::give(weft_wait_fd(fd, events), "weft::io::wait_fd"));
+}
+inline unsigned wait_fd(int fd, unsigned events, std::error_code &ec) noexcept
+{
+    int rc = detail::give(weft_wait_fd(fd, events), ec);
+    return rc < 0 ? 0u : static_cast<unsigned>(rc);
+}
+template <class Rep, class Period>
+unsigned wait_fd(int fd, unsigned events,
+                 const std::chrono::duration<Rep, Period> &d)
+{
+    return static_cast<unsigned>(
+        detail::give(weft_wait_fd_for(fd, events, detail::to_ns(d)),
+                     "weft::io::wait_fd"));
+}
+template <class Rep, class Period>
+unsigned wait_fd(int fd, unsigned events,
+                 const std::chrono::duration<Rep, Period> &d,
+                 std::error_code &ec) noexcept
+{
+    int rc = detail::give(weft_wait_fd_for(fd, events, detail::to_ns(d)), ec);
+    return rc < 0 ? 0u : static_cast<unsigned>(rc);
+}
+
+inline std::size_t read(int fd, void *buf, std::size_t len)
+{
+    return detail::count(weft_read(fd, buf, len), "weft::io::read");
+}
+inline std::size_t read(int fd, void *buf, std::size_t len,
+                        std::error_code &ec) noexcept
+{
+    return detail::count(weft_read(fd, buf, len), ec);
+}
+template <class Rep, class Period>
+std::size_t read(int fd, void *buf, std::size_t len,
+                 const std::chrono::duration<Rep, Period> &d)
+{
+    return detail::count(weft_read_for(fd, buf, len, detail::to_ns(d)),
+                         "weft::io::read");
+}
+template <class Rep, class Period>
+std::size_t read(int fd, void *buf, std::size_t len,
+                 const std::chrono::duration<Rep, Period> &d,
+                 std::error_code &ec) noexcept
+{
+    return detail::count(weft_read_for(fd, buf, len, detail::to_ns(d)), ec);
+}
+
+/* All of buf (weft_write: an error after part went says not how much). */
+inline std::size_t write(int fd, const void *buf, std::size_t len)
+{
+    return detail::count(weft_write(fd, buf, len), "weft::io::write");
+}
+inline std::size_t write(int fd, const void *buf, std::size_t len,
+                         std::error_code &ec) noexcept
+{
+    return detail::count(weft_write(fd, buf, len), ec);
+}
+template <class Rep, class Period>
+std::size_t write(int fd, const void *buf, std::size_t len,
+                  const std::chrono::duration<Rep, Period> &d)
+{
+    return detail::count(weft_write_for(fd, buf, len, detail::to_ns(d)),
+                         "weft::io::write");
+}
+template <class Rep, class Period>
+std::size_t write(int fd, const void *buf, std::size_t len,
+                  const std::chrono::duration<Rep, Period> &d,
+                  std::error_code &ec) noexcept
+{
+    return detail::count(weft_write_for(fd, buf, len, detail::to_ns(d)), ec);
+}
+
+/* Some of buf, at least one byte (weft_write_some). */
+inline std::size_t write_some(int fd, const void *buf, std::size_t len)
+{
+    return detail::count(weft_write_some(fd, buf, len), "weft::io::write_some");
+}
+inline std::size_t write_some(int fd, const void *buf, std::size_t len,
+                              std::error_code &ec) noexcept
+{
+    return detail::count(weft_write_some(fd, buf, len), ec);
+}
+template <class Rep, class Period>
+std::size_t write_some(int fd, const void *buf, std::size_t len,
+                       const std::chrono::duration<Rep, Period> &d)
+{
+    return detail::count(weft_write_some_for(fd, buf, len, detail::to_ns(d)),
+                         "weft::io::write_some");
+}
+template <class Rep, class Period>
+std::size_t write_some(int fd, const void *buf, std::size_t len,
+                       const std::chrono::duration<Rep, Period> &d,
+                       std::error_code &ec) noexcept
+{
+    return detail::count(weft_write_some_for(fd, buf, len, detail::to_ns(d)),
+                         ec);
+}
+
+/* A connection (an owned fd); addr and len may be NULL. */
+inline int accept(int lfd, struct sockaddr *addr = nullptr,
+                  socklen_t *len = nullptr)
+{
+    return detail::give(weft_accept(lfd, addr, len), "weft::io::accept");
+}
+inline int accept(int lfd, struct sockaddr *addr, socklen_t *len,
+                  std::error_code &ec) noexcept
+{
+    return detail::fd(weft_accept(lfd, addr, len), ec);
+}
+template <class Rep, class Period>
+int accept(int lfd, struct sockaddr *addr, socklen_t *len,
+           const std::chrono::duration<Rep, Period> &d)
+{
+    return detail::give(weft_accept_for(lfd, addr, len, detail::to_ns(d)),
+                        "weft::io::accept");
+}
+template <class Rep, class Period>
+int accept(int lfd, struct sockaddr *addr, socklen_t *len,
+           const std::chrono::duration<Rep, Period> &d,
+           std::error_code &ec) noexcept
+{
+    return detail::fd(weft_accept_for(lfd, addr, len, detail::to_ns(d)), ec);
+}
+
+inline void connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    detail::give(weft_connect(fd, addr, len), "weft::io::connect");
+}
+inline void connect(int fd, const struct sockaddr *addr, socklen_t len,
+                    std::error_code &ec) noexcept
+{
+    detail::give(weft_connect(fd, addr, len), ec);
+}
+template <class Rep, class Period>
+void connect(int fd, const struct sockaddr *addr, socklen_t len,
+             const std::chrono::duration<Rep, Period> &d)
+{
+    detail::give(weft_connect_for(fd, addr, len, detail::to_ns(d)),
+                 "weft::io::connect");
+}
+template <class Rep, class Period>
+void connect(int fd, const struct sockaddr *addr, socklen_t len,
+             const std::chrono::duration<Rep, Period> &d,
+             std::error_code &ec) noexcept
+{
+    detail::give(weft_connect_for(fd, addr, len, detail::to_ns(d)), ec);
+}
+
+} // namespace io
+
+} // namespace weft
+
+#endif /* WEFT_WEFT_HPP */
