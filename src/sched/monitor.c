@@ -100,6 +100,14 @@ struct weft__monitor {
     pthread_t thread;
     bool started;
     struct weft__parker parker;
+    /* When its timed sleep ends (ns); UINT64_MAX while it is awake (its
+     * look may have missed a timer armed since: the unpark's permit makes
+     * its next sleep return at once, for another look); 0 while it sleeps
+     * until a worker wakes (the workers fire their own timers then).  A
+     * timer armed to come due, with its slack, before that wakes it
+     * (weft__monitor_timer_armed), so that the look that finds a blocked
+     * worker's timer late is not a period away. */
+    _Atomic uint64_t next_look;
     uint64_t warn_ns;              /* 0: no warnings                    */
     _Atomic uint64_t stalls, covers, spares_made;
     struct watch watch[];          /* nworkers + max_spares             */
@@ -415,6 +423,16 @@ static uint64_t look(struct weft__monitor *m)
                 wa->stuck = false;
                 atomic_store_explicit(&w->stuck, 0, memory_order_relaxed);
             }
+            /* A task just started here while its heap's timer is late
+             * already: it may have blocked in its first system call, so
+             * look again a slack from now, not a period (the first tick
+             * beside blocked readers was 7 ms late with the period). */
+            if (t) {
+                uint64_t due = weft__timers_next(w->home);
+                if (due != UINT64_MAX && due + TIMER_SLACK_NS <= v.now &&
+                    v.now + TIMER_SLACK_NS < next)
+                    next = v.now + TIMER_SLACK_NS;
+            }
             running |= t != NULL;
             v.nfree++;
             continue;
@@ -491,6 +509,25 @@ static uint64_t look(struct weft__monitor *m)
     return running ? next : 0;
 }
 
+/* Park until `until` (ns) or a wake; publishes when, for the timers. */
+static void sleep_until(struct weft__monitor *m, uint64_t until)
+{
+    /* Relaxed: a worker that reads a stale value wakes the monitor once
+     * too often, or not at all for a timer the look after this one sees
+     * (that look is at most `until` away, which the stale value was). */
+    atomic_store_explicit(&m->next_look, until, memory_order_relaxed);
+    weft__parker_park(&m->parker, until, 0);
+    atomic_store_explicit(&m->next_look, UINT64_MAX, memory_order_relaxed);
+}
+
+void weft__monitor_timer_armed(weft_pool *p, uint64_t deadline)
+{
+    struct weft__monitor *m = p->monitor;
+    if (m && deadline + TIMER_SLACK_NS <
+                 atomic_load_explicit(&m->next_look, memory_order_relaxed))
+        weft__parker_unpark(&m->parker);
+}
+
 static void *monitor_main(void *arg)
 {
     struct weft__monitor *m = arg;
@@ -504,13 +541,29 @@ static void *monitor_main(void *arg)
         uint64_t next = look(m);
         if (next) {
             still = 0;
-            weft__parker_park(&m->parker, next, 0);
+            sleep_until(m, next);
             continue;
         }
         /* Nothing ran at two looks in a row: sleep until a worker wakes,
          * if they all sleep now. */
         if (++still >= 2 && weft__pool_monitor_may_sleep(p)) {
+            atomic_store_explicit(&m->next_look, 0, memory_order_relaxed);
             weft__parker_park(&m->parker, 0, 0);
+            atomic_store_explicit(&m->next_look, UINT64_MAX,
+                                  memory_order_relaxed);
+            /* One look at once, at no extra wake-up: it notes what the
+             * woken worker runs and when the timers armed so far come due
+             * (a worker blocked in a system call from its first task is
+             * found when its timer is late, not a period later).  Whether
+             * a task ran at it does not count: a short one has usually
+             * ended by the next look, and the monitor sleeps after that
+             * one as before. */
+            next = look(m);
+            if (next) {
+                sleep_until(m, next);
+                still = 1;
+                continue;
+            }
             /* Woken by a worker that left the idle list: nothing it runs
              * can be stuck before a period has passed, so the first look
              * waits that long, and if it finds nothing running the
@@ -518,12 +571,10 @@ static void *monitor_main(void *arg)
              * for a short task (a server's back-off timer, a ticker) so
              * costs the monitor one wake-up besides the worker's unpark,
              * not three. */
-            weft__parker_park(&m->parker, weft__now_ns() + MONITOR_PERIOD_NS,
-                              0);
+            sleep_until(m, weft__now_ns() + MONITOR_PERIOD_NS);
             still = 1;
         } else {
-            weft__parker_park(&m->parker, weft__now_ns() + MONITOR_PERIOD_NS,
-                              0);
+            sleep_until(m, weft__now_ns() + MONITOR_PERIOD_NS);
         }
     }
     return NULL;
@@ -540,6 +591,7 @@ int weft__monitor_make(weft_pool *p, unsigned stall_warn_ms)
         return -ENOMEM;
     m->pool = p;
     weft__parker_init(&m->parker);
+    atomic_init(&m->next_look, UINT64_MAX);
     unsigned ms = stall_warn_ms ? stall_warn_ms : env_warn_ms();
     m->warn_ns = (uint64_t)ms * 1000000u;
     p->monitor = m;

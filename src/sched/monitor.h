@@ -33,6 +33,9 @@ int weft__monitor_make(weft_pool *pool, unsigned stall_warn_ms);
 int weft__monitor_start(weft_pool *pool);
 /* Wake it (a worker left the idle list while it slept). */
 void weft__monitor_wake(weft_pool *pool);
+/* A timer came first on a heap: wake the monitor if its next look is
+ * later than the timer's deadline and slack (monitor.c, next_look). */
+void weft__monitor_timer_armed(weft_pool *pool, uint64_t deadline);
 /* The pool has stopped and its workers are joined: stop the monitor, join
  * it and every spare's thread. */
 void weft__monitor_stop(weft_pool *pool);

@@ -331,6 +331,10 @@ int weft__pool_timer_add(weft_pool *p, struct weft__timer *tm,
      * waiting for a later deadline. */
     if (r == 1 && timers_earliest(p) >= tm->deadline)
         wakep(p);
+    /* And the monitor, which finds a worker blocked in a system call by
+     * its timer's lateness, may be about to look later than that. */
+    if (r == 1)
+        weft__monitor_timer_armed(p, tm->deadline);
     return 0;
 }
 
