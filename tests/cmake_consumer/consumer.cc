@@ -1,29 +1,15 @@
 // consumer.cc — the C++ program of the CMake consumer check (check.sh):
-// the C API from C++ (weft's headers declare it extern "C"), a pool whose
-// tasks each fill their own slot of a std::vector, and the versions.
-// Prints one line and exits 0 when every answer is right, 1 otherwise.
-#include <weft/weft.h>
+// weft/weft.hpp from an installed prefix: a pool, tasks that capture and
+// return typed values, an exception carried to get(), a mutex under
+// std::lock_guard, and the versions.  Prints one line and exits 0 when
+// every answer is right, 1 otherwise.
+#include <weft/weft.hpp>
 
-#include <cstdint>
 #include <cstdio>
-#include <numeric>
+#include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
-
-namespace {
-
-struct Slot {
-    std::vector<long> *out;
-    std::size_t index;
-};
-
-void *fill(void *arg)
-{
-    auto *s = static_cast<Slot *>(arg);
-    (*s->out)[s->index] = static_cast<long>(s->index) * 3;
-    return nullptr;
-}
-
-} // namespace
 
 int main()
 {
@@ -32,29 +18,38 @@ int main()
                      WEFT_VERSION_STRING, weft_version_string());
         return 1;
     }
-    weft_pool *pool;
-    weft_pool_opts opts{};
-    opts.threads = 2;
-    if (int rc = weft_pool_create(&pool, &opts); rc != 0) {
-        std::fprintf(stderr, "consumer_cxx: %s\n", weft_strerror(rc));
-        return 1;
-    }
-    constexpr std::size_t n = 64;
-    std::vector<long> out(n, -1);
-    std::vector<Slot> slots(n);
-    for (std::size_t i = 0; i < n; i++) {
-        slots[i] = Slot{&out, i};
-        if (int rc = weft_spawn(nullptr, pool, fill, &slots[i], nullptr);
-            rc != 0) {
-            std::fprintf(stderr, "consumer_cxx: %s\n", weft_strerror(rc));
+    long sum = 0;
+    std::string thrown;
+    {
+        weft::pool pool{2};
+        weft::mutex m;
+        long locked = 0;
+        std::vector<weft::task<long>> tasks;
+        for (long i = 0; i < 64; i++)
+            tasks.push_back(weft::spawn(pool, [i, &m, &locked] {
+                std::lock_guard<weft::mutex> g(m);
+                locked++;
+                return i * 3;
+            }));
+        for (auto &t : tasks)
+            sum += t.get();
+        if (locked != 64) {
+            std::fprintf(stderr, "consumer_cxx: %ld under the lock\n", locked);
             return 1;
         }
-    }
-    // Destroying the pool waits for every task on it, detached ones too.
-    weft_pool_destroy(pool);
-    long sum = std::accumulate(out.begin(), out.end(), 0L);
-    if (sum != 3L * n * (n - 1) / 2) {
-        std::fprintf(stderr, "consumer_cxx: sum %ld\n", sum);
+        auto bad = weft::spawn(pool, [] {
+            throw std::runtime_error("from a task");
+            return 0;
+        });
+        try {
+            bad.get();
+        } catch (const std::runtime_error &e) {
+            thrown = e.what();
+        }
+    } // the pool drains and joins here
+    if (sum != 3L * 64 * 63 / 2 || thrown != "from a task") {
+        std::fprintf(stderr, "consumer_cxx: sum %ld, caught '%s'\n", sum,
+                     thrown.c_str());
         return 1;
     }
     std::printf("consumer_cxx: weft %s ok\n", weft_version_string());
