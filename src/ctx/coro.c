@@ -48,7 +48,8 @@
 static struct weft_coro no_thread_root = {.flags = WEFT__CORO_ROOT};
 
 __thread struct weft__thread weft__tls __attribute__((tls_model(
-    "initial-exec"))) = {.current = &no_thread_root};
+    "initial-exec"))) = {.current = &no_thread_root,
+                         .claimer = &weft__no_claimer};
 
 /*
  * For use after a switch: the thread-local block of the thread we are on
@@ -146,7 +147,7 @@ static void coro_entry(void *val, void *arg)
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
     weft__san_switch_last(&co->san, &to->san);
-    weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
+    weft__ctx_jump_ontop(&to->sp, ret, NULL, &co->sp, mark_dead, co);
     __builtin_unreachable();
 }
 
@@ -188,7 +189,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast
      * (if it has a claim record yet). */
-    atomic_init(&co->owner, weft__tls.claimer);
+    atomic_init(&co->owner, weft__claimer_owner());
     *out = co;
     return 0;
 }
@@ -210,7 +211,8 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     co->resumer = self;
     t->current = co;
     weft__san_switch(&self->san, &co->san);
-    int back = weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
+    int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &self->sp, rc)
+                  : weft__ctx_jump(&co->sp, in, out, &self->sp);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -252,9 +254,11 @@ __attribute__((noinline)) static int resume_slow(weft_coro *co, void *in,
 WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 {
     struct weft__thread *t = &weft__tls;
+    /* Never NULL (weft__no_claimer, claim.h).  A real record is set only
+     * by a slow path that also set up t->current, and only a real record
+     * is ever an owner, so a fast claim that wins had one. */
     struct weft__claimer *me = t->claimer;
-    /* `me` is set only by a slow path that also set up t->current. */
-    if (unlikely(!co || !me))
+    if (unlikely(!co))
         return resume_slow(co, in, out);
     uint32_t seen = weft__claim_fast(co, me);
     if (unlikely(seen != WEFT_CORO_SUSPENDED)) {
@@ -275,8 +279,8 @@ static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
                              void *val, void **in)
 {
     weft__san_switch(&self->san, &to->san);
-    int back = weft__ctx_jump(&self->sp, to->sp, val, in,
-                              (uint32_t *)&self->state, 0);
+    /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
+    int back = weft__ctx_jump_publish(val, in, &to->sp, &self->sp);
     weft__san_arrived(&self->san);
     return back;
 }

@@ -27,15 +27,19 @@ void weft__ctx_entry_returned(void)
 void *weft__ctx_make(void *stack_top, weft__ctx_entry_fn entry, void *arg)
 {
     /* When the first jump pops this frame, sp must be 16-aligned for the
-     * entry trampoline's call: that is, top itself. */
-    uintptr_t top = (uintptr_t)stack_top & ~(uintptr_t)15;
+     * entry trampoline's call; the 16 bytes it then points at hold the
+     * value sent (the frame's inbox points there, the trampoline reads
+     * it). */
+    uintptr_t top = ((uintptr_t)stack_top & ~(uintptr_t)15) - 16;
     unsigned char *frame = (unsigned char *)(top - WEFT__CTX_FRAME);
     void *entry_pc = (void *)weft__ctx_entry;
+    void *inbox = (void *)top;
 
     /* Only what the first switch uses is set; the other callee-saved
      * slots are loaded into registers the entry does not read. */
     void *zero = NULL;
-    memcpy(frame + WEFT__CTX_INBOX, &zero, sizeof zero);
+    memcpy(frame + WEFT__CTX_INBOX, &inbox, sizeof inbox);
+    memcpy((void *)top, &zero, sizeof zero);
 #if defined(__x86_64__)
     memcpy(frame + WEFT__CTX_FP, &zero, sizeof zero); /* pad bytes too */
     memcpy(frame + WEFT__CTX_RBP, &zero, sizeof zero); /* ends frame chains */
