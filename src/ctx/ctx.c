@@ -11,6 +11,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+unsigned char weft__ctx_mxcsr_load;
+
+/*
+ * Which way the switch restores MXCSR (switch_x86_64_sysv.S says why):
+ * on AMD it loads the destination's word every time, elsewhere it first
+ * compares the control bits.  Decided before main, and so before any
+ * switch or any thread of ours.
+ */
+__attribute__((constructor)) static void choose_mxcsr_load(void)
+{
+    unsigned max, b, c, d;
+    if (__get_cpuid(0, &max, &b, &c, &d) &&
+        b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)
+        weft__ctx_mxcsr_load = 1; /* "AuthenticAMD" */
+}
+#endif
+
 /* Defined in the .S file: the first code a fresh context runs. */
 extern void weft__ctx_entry(void);
 

@@ -77,6 +77,13 @@
  */
 int weft__ctx_jump(void **to, void *val, void **inbox, void **from);
 
+#if defined(__x86_64__)
+/* Non-zero where the switch loads the destination's MXCSR without
+ * comparing it with ours first (see switch_x86_64_sysv.S): set once, from
+ * the CPU's vendor, before main. */
+extern unsigned char weft__ctx_mxcsr_load;
+#endif
+
 /* weft__ctx_jump, but the destination's jump returns rc. */
 int weft__ctx_jump_rc(void **to, void *val, void **inbox, void **from,
                       int rc);

@@ -38,21 +38,32 @@
  *               context's sp; weft__ctx_jump_ontop, the one code that runs
  *               below a saved sp, steps over the word.
  *   load the destination's sp, store ours: 2.
- *   compare the control words (5): ldmxcsr and fldcw are slow (ldmxcsr of
- *               a different value costs about 50 ns on Intel), and two
- *               contexts nearly always hold the same control state, so
- *               both are skipped when the control bits are equal.  Only
- *               MXCSR's control bits (6-15) take part: a program that has
- *               divided or printed a double has raised the inexact flag,
- *               and comparing the flags too made every switch between it
- *               and a context that had not pay both loads.  MXCSR is
- *               compared with xor and a shift (3); the x87 word is loaded
- *               once and compared with ours in memory (2), into the same
- *               branch by `or`.  Each word is read at the width it was
- *               stored so the loads forward from the stores.  When the
- *               control bits differ, the destination's saved word is loaded
- *               whole (its stale flags with it, which the ABI allows: the
- *               flags are not preserved across a call).
+ *   restore the control words, one of two ways chosen once from the CPU's
+ *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main):
+ *     compare (not AMD): ldmxcsr and fldcw are slow when the value
+ *               changes (ldmxcsr of a different value costs about 50 ns
+ *               on Intel), and two contexts nearly always hold the same
+ *               control state, so both are skipped when the control bits
+ *               are equal (6 and a branch).  Only MXCSR's control bits
+ *               (6-15) take part: a program that has divided or printed a
+ *               double has raised the inexact flag, and comparing the
+ *               flags too made every switch between it and a context that
+ *               had not pay both loads.  MXCSR is compared with xor and a
+ *               shift; the x87 word is loaded once and compared with ours
+ *               in memory, into the same branch by `or`.  When the control
+ *               bits differ, the destination's saved word is loaded whole
+ *               (its stale flags with it, which the ABI allows: the flags
+ *               are not preserved across a call).
+ *     load (AMD): on Zen 5 ldmxcsr costs the same whatever it loads
+ *               (Boost.Context's switch-fp, which loads a different value
+ *               at every switch, runs as fast as its switch), while
+ *               reading back the word stmxcsr just stored costs about
+ *               2.5 ns a switch (that store does not forward; the load
+ *               waits for it to reach the cache).  So MXCSR is loaded
+ *               without a compare; the x87 word, whose fnstcw store does
+ *               forward, is still compared and loaded only if it differs
+ *               (3 and a branch).
+ *               The choice itself is a compare with memory and a branch.
  *   jnz         the branch of that compare.
  *   mov sp      now on the destination stack.
  *   xor eax     the destination's call returns 0 (weft__ctx_jump_rc sends
@@ -173,9 +184,26 @@
         movq    (\to), %r10
         movq    %rsp, (\from)
         \pub
+        cmpb    $0, weft__ctx_mxcsr_load(%rip)
+        je      4f
+        /* Load the destination's MXCSR without comparing (see the top),
+         * its x87 word only if it differs from ours. */
+        ldmxcsr -8(%r10)
+        movzwl  -4(%r10), %r11d
+        cmpw    -4(%rsp), %r11w
+        jne     3f
+        movq    %r10, %rsp              /* now on the destination stack */
+        \code
+        DELIVER_AND_RESUME \val
+3:
+        movq    %r10, %rsp
+        fldcw   -4(%rsp)
+        \code
+        DELIVER_AND_RESUME \val
+4:
         COMPARE_FP
         jnz     2f
-        movq    %r10, %rsp              /* now on the destination stack */
+        movq    %r10, %rsp
         \code
         DELIVER_AND_RESUME \val
 2:
