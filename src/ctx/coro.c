@@ -17,7 +17,13 @@
  * racing on another thread never frees a stack that is still in use.
  *
  * The chain: resume(co) makes the caller NORMAL and co's resumer; transfer
- * hands the resumer on; yield and return go to it.  Every coroutine on a
+ * hands the resumer on; yield and return go to it.  The resumer's frame is
+ * saved in co->resumer_sp, not in its own `sp`: yield then reaches it in
+ * two dependent loads from the thread's `current` (co, co->resumer_sp)
+ * instead of three (co, co->resumer, its sp), and those loads are the
+ * critical path of a resume/yield ping-pong.  Nothing else needs a NORMAL
+ * context's sp: only the one it resumed (or a transfer's successor, which
+ * inherits resumer_sp) ever switches back to it.  Every coroutine on a
  * chain runs on the thread of the resume at its root, so the state words of
  * NORMAL coroutines are only touched by that thread (relaxed stores); only
  * SUSPENDED coroutines are visible to other threads.
@@ -147,7 +153,7 @@ static void coro_entry(void *val, void *arg)
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
     weft__san_switch_last(&co->san, &to->san);
-    weft__ctx_jump_ontop(&to->sp, ret, NULL, &co->sp, mark_dead, co);
+    weft__ctx_jump_ontop(&co->resumer_sp, ret, NULL, &co->sp, mark_dead, co);
     __builtin_unreachable();
 }
 
@@ -211,8 +217,8 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     co->resumer = self;
     t->current = co;
     weft__san_switch(&self->san, &co->san);
-    int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &self->sp, rc)
-                  : weft__ctx_jump(&co->sp, in, out, &self->sp);
+    int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &co->resumer_sp, rc)
+                  : weft__ctx_jump(&co->sp, in, out, &co->resumer_sp);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -270,17 +276,17 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 }
 
 /*
- * Suspend self and continue `to`, which is already RUNNING and current.
- * Our SUSPENDED state is published by the switch once our registers are
- * saved.  Returns 0 with *in set when resumed, or -ECANCELED when resumed
- * by weft_coro_destroy.
+ * Suspend self and continue `to`, which is already RUNNING and current,
+ * from its frame saved at *slot.  Our SUSPENDED state is published by the
+ * switch once our registers are saved.  Returns 0 with *in set when
+ * resumed, or -ECANCELED when resumed by weft_coro_destroy.
  */
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
-                             void *val, void **in)
+                             void **slot, void *val, void **in)
 {
     weft__san_switch(&self->san, &to->san);
     /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
-    int back = weft__ctx_jump_publish(val, in, &to->sp, &self->sp);
+    int back = weft__ctx_jump_publish(val, in, slot, &self->sp);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -299,7 +305,7 @@ __attribute__((noinline)) static int yield_slow(struct weft_coro *self,
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls.current = to;
-    return switch_out(self, to, out, in);
+    return switch_out(self, to, &self->resumer_sp, out, in);
 }
 
 WEFT_EXPORT int weft_coro_yield(void *out, void **in)
@@ -311,7 +317,7 @@ WEFT_EXPORT int weft_coro_yield(void *out, void **in)
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     t->current = to;
-    return switch_out(self, to, out, in);
+    return switch_out(self, to, &self->resumer_sp, out, in);
 }
 
 WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
@@ -329,8 +335,9 @@ WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
     if (self->flags & WEFT__CORO_CANARY)
         check_canary(self);
     to->resumer = self->resumer;
+    to->resumer_sp = self->resumer_sp;
     weft__tls.current = to;
-    return switch_out(self, to, in, out);
+    return switch_out(self, to, &to->sp, in, out);
 }
 
 WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
