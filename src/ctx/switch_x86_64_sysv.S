@@ -26,8 +26,9 @@
  *    -8  | mxcsr (4) | x87 cw (2) | -   |  below sp, in the red zone
  *        +------------------------------+  lower addresses
  *
- * Why each instruction of a switch is there (weft__ctx_jump: 29 in all,
- * with its caller's `jmp` 30, against Boost.Context's 24):
+ * Why each instruction of a switch is there (weft__ctx_jump: 30 on AMD,
+ * 33 elsewhere, against 24 in Boost.Context's jump_fcontext;
+ * weft__ctx_jump_publish one more):
  *
  *   7 pushes    the six callee-saved registers, and the inbox: where the
  *               value sent to us must go when we are resumed.  Pushes are
@@ -38,33 +39,36 @@
  *               context's sp; weft__ctx_jump_ontop, the one code that runs
  *               below a saved sp, steps over the word.
  *   load the destination's sp, store ours: 2.
+ *   publish     (weft__ctx_jump_publish only) see PUBLISH below.
  *   restore the control words, one of two ways chosen once from the CPU's
- *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main):
- *     compare (not AMD): ldmxcsr and fldcw are slow when the value
+ *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main);
+ *               the choice is a compare with memory and a branch (2):
+ *     compare (not AMD, 7): ldmxcsr and fldcw are slow when the value
  *               changes (ldmxcsr of a different value costs about 50 ns
- *               on Intel), and two contexts nearly always hold the same
- *               control state, so both are skipped when the control bits
- *               are equal (6 and a branch).  Only MXCSR's control bits
- *               (6-15) take part: a program that has divided or printed a
- *               double has raised the inexact flag, and comparing the
- *               flags too made every switch between it and a context that
- *               had not pay both loads.  MXCSR is compared with xor and a
- *               shift; the x87 word is loaded once and compared with ours
- *               in memory, into the same branch by `or`.  When the control
- *               bits differ, the destination's saved word is loaded whole
- *               (its stale flags with it, which the ABI allows: the flags
- *               are not preserved across a call).
- *     load (AMD): on Zen 5 ldmxcsr costs the same whatever it loads
- *               (Boost.Context's switch-fp, which loads a different value
- *               at every switch, runs as fast as its switch), while
- *               reading back the word stmxcsr just stored costs about
- *               2.5 ns a switch (that store does not forward; the load
- *               waits for it to reach the cache).  So MXCSR is loaded
- *               without a compare; the x87 word, whose fnstcw store does
- *               forward, is still compared and loaded only if it differs
- *               (3 and a branch).
- *               The choice itself is a compare with memory and a branch.
- *   jnz         the branch of that compare.
+ *               on Intel, where Boost.Context's switch-fp, which loads a
+ *               different MXCSR at every switch, takes 57 ns), and two
+ *               contexts nearly always hold the same control state, so
+ *               both are skipped when the control bits are equal.  Only
+ *               MXCSR's control bits (6-15) take part: a program that has
+ *               divided or printed a double has raised the inexact flag,
+ *               and comparing the flags too made every switch between it
+ *               and a context that had not pay both loads.  MXCSR is
+ *               compared with xor and a shift; the x87 word is loaded once
+ *               and compared with ours in memory, both into one branch by
+ *               `or`.  When the control bits differ, the destination's
+ *               saved words are loaded whole (its stale flags with them,
+ *               which the ABI allows: the flags are not preserved across a
+ *               call).
+ *     load (AMD, 4): on Zen 5 ldmxcsr costs the same whatever it loads
+ *               (there Boost.Context's switch-fp runs as fast as its
+ *               switch), while reading back the word stmxcsr has just
+ *               stored costs about 2.5 ns a switch (that store does not
+ *               forward: the load waits for it to reach the cache, and
+ *               retirement with it).  So MXCSR is loaded without a
+ *               compare; the x87 word, whose fnstcw store does forward, is
+ *               still compared with ours and loaded only if it differs (3).
+ *               Not measured on other AMD cores; both ways are correct
+ *               everywhere (tests/test_coro.c runs under each).
  *   mov sp      now on the destination stack.
  *   xor eax     the destination's call returns 0 (weft__ctx_jump_rc sends
  *               another code: a cancelled coroutine's -ECANCELED).
@@ -75,7 +79,8 @@
  *               two sides of a ping-pong return to different call sites,
  *               which a `ret` would mispredict from the return stack buffer
  *               on every switch, while the indirect-branch predictor learns
- *               the alternation.
+ *               the alternation (measured again on Zen 5: with `ret` the
+ *               switch takes 13.8 ns instead of 5.5).
  *
  * Not here on purpose: `endbr64` (the switch entries are reached by direct
  * calls only, and the library is not marked for IBT: the resume itself
