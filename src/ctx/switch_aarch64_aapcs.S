@@ -33,6 +33,19 @@
  * bits only (the sticky exception flags live in FPSR, which is not saved),
  * so raised flags never make a switch write it.
  *
+ * Why each instruction of weft__ctx_jump is there (36, and a msr when the
+ * FPCRs differ):
+ *   sub sp, 10 stp     the callee-saved registers, in pairs.
+ *   mrs fpcr, stp      our FPCR, with the inbox (where the value sent to us
+ *                      goes when we are resumed) in the same pair.
+ *   mov, str           our sp to our slot (str cannot take sp).
+ *   ldr, mov sp        the destination's sp from its slot.
+ *   ldr, cmp, b.eq     its FPCR, written only when it differs.
+ *   ldr, cbz, str      the value to its inbox, if it named one.
+ *   mov w0             the code its call returns.
+ *   10 ldp, add sp, br x30   its registers, and where it resumes.
+ * weft__ctx_jump_publish adds add and stlr (stlr takes no offset).
+ *
  * A context is named by its slot, the word that holds its saved stack
  * pointer while it is suspended (struct weft_coro's `sp`).  Each entry
  * takes its arguments in the registers its one hot caller already holds
