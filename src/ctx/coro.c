@@ -11,8 +11,9 @@
  *
  * Publish after save (docs/design.md): a coroutine that stops running
  * becomes SUSPENDED (or DEAD) only after its registers are saved and it has
- * left its stack.  weft__ctx_jump stores the SUSPENDED word itself, on the
- * far side of the save (its `publish` argument); a finishing body marks
+ * left its stack.  The switch stores the SUSPENDED word itself, on the
+ * far side of the save (weft__ctx_yield, weft__ctx_jump_publish); a
+ * finishing body marks
  * itself DEAD in a post-switch action on its resumer's stack, so a destroy
  * racing on another thread never frees a stack that is still in use.
  *
@@ -218,7 +219,7 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     t->current = co;
     weft__san_switch(&self->san, &co->san);
     int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &co->resumer_sp, rc)
-                  : weft__ctx_jump(&co->sp, in, out, &co->resumer_sp);
+                  : weft__ctx_resume(&co->sp, in, out);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -286,7 +287,9 @@ static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
 {
     weft__san_switch(&self->san, &to->san);
     /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
-    int back = weft__ctx_jump_publish(val, in, slot, &self->sp);
+    int back = slot == &self->resumer_sp
+                   ? weft__ctx_yield(val, in, &self->sp)
+                   : weft__ctx_jump_publish(val, in, slot, &self->sp);
     weft__san_arrived(&self->san);
     return back;
 }

@@ -122,6 +122,10 @@ _Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");
+_Static_assert(offsetof(struct weft_coro, resumer_sp) -
+                   offsetof(struct weft_coro, sp) == WEFT__CTX_BACK,
+               "weft__ctx_resume and weft__ctx_yield find the resumer's "
+               "slot WEFT__CTX_BACK bytes past the coroutine's");
 _Static_assert(offsetof(struct weft_coro, state) -
                        offsetof(struct weft_coro, sp) == WEFT__CTX_PUBLISH &&
                    sizeof(((struct weft_coro *)0)->state) == 4,

@@ -28,6 +28,10 @@
  * 32-bit word this many bytes past the slot of the context it leaves
  * (struct weft_coro's state, coro.h checks the offset). */
 #define WEFT__CTX_PUBLISH 8
+/* weft__ctx_resume saves the resumer's frame in the slot this many bytes
+ * past the resumed coroutine's own, and weft__ctx_yield continues it from
+ * there (struct weft_coro's resumer_sp, coro.h checks the offset). */
+#define WEFT__CTX_BACK 32
 
 #if defined(__x86_64__)
 /* Offsets in the saved frame (see switch_x86_64_sysv.S). */
@@ -72,8 +76,9 @@
  * one sent.  Callers tail-call it where they can: the switch then returns
  * straight to their caller, with nothing left to do on this side.
  *
- * The argument order is weft_coro_resume's (co, in, out): the entries take
- * their arguments where their hot caller already holds them.
+ * The argument order is weft_coro_resume's (co, in, out), as for
+ * weft__ctx_resume below: the entries take their arguments where their
+ * hot caller already holds them.
  */
 int weft__ctx_jump(void **to, void *val, void **inbox, void **from);
 
@@ -97,6 +102,15 @@ int weft__ctx_jump_rc(void **to, void *val, void **inbox, void **from,
  * weft_coro_yield's (out, in).
  */
 int weft__ctx_jump_publish(void *val, void **inbox, void **to, void **from);
+
+/*
+ * weft_coro_resume's and weft_coro_yield's own entries, which find the
+ * second slot from the first (WEFT__CTX_BACK):
+ *   weft__ctx_resume - weft__ctx_jump(co, val, inbox, co + BACK)
+ *   weft__ctx_yield - weft__ctx_jump_publish(val, inbox, self + BACK, self)
+ */
+int weft__ctx_resume(void **co, void *val, void **inbox);
+int weft__ctx_yield(void *val, void **inbox, void **self);
 
 /* A post-switch action: runs on the destination stack, after the save; its
  * result is the value the destination receives. */

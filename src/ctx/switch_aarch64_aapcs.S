@@ -44,7 +44,8 @@
  *   ldr, cbz, str      the value to its inbox, if it named one.
  *   mov w0             the code its call returns.
  *   10 ldp, add sp, br x30   its registers, and where it resumes.
- * weft__ctx_jump_publish adds add and stlr (stlr takes no offset).
+ * weft__ctx_jump_publish and weft__ctx_yield add add and stlr (stlr takes
+ * no offset).
  *
  * A context is named by its slot, the word that holds its saved stack
  * pointer while it is suspended (struct weft_coro's `sp`).  Each entry
@@ -53,13 +54,19 @@
  * step and the code sent are each entry's own, not tested at run time.
  *
  * C prototypes and their register assignment (ctx.h):
+ *   int weft__ctx_resume(void **co, void *val, void **inbox);
+ *       x0 x1 x2                 (weft_coro_resume's own; the resumer's
+ *                          slot is WEFT__CTX_BACK bytes past co's)
+ *   int weft__ctx_yield(void *val, void **inbox, void **self);
+ *       x0 x1 x2                 (weft_coro_yield's own; the resumer's slot
+ *                          is WEFT__CTX_BACK bytes past self's)
  *   int weft__ctx_jump(void **to, void *val, void **inbox, void **from);
- *       x0 x1 x2 x3                             (weft_coro_resume's own)
+ *       x0 x1 x2 x3
  *   int weft__ctx_jump_rc(void **to, void *val, void **inbox, void **from,
  *                         int rc);              w4: the code sent
  *   int weft__ctx_jump_publish(void *val, void **inbox, void **to,
  *                              void **from);
- *       x0 x1 x2 x3                             (weft_coro_yield's own)
+ *       x0 x1 x2 x3
  *   int weft__ctx_jump_ontop(void **to, void *val, void **inbox,
  *                            void **from, void *(*fn)(void *, void *),
  *                            void *arg);
@@ -70,9 +77,9 @@
 
         .text
 
-/* Save the caller's context below sp; \inbox is its inbox, \from its
- * slot.  Leaves the fpcr value in x9. */
-.macro SAVE_FRAME inbox, from
+/* Save the caller's context below sp; \inbox is its inbox, the word
+ * \fromoff bytes past \from its slot.  Leaves the fpcr value in x9. */
+.macro SAVE_FRAME inbox, from, fromoff
         sub     sp, sp, #176
         stp     x19, x20, [sp, #16]
         stp     x21, x22, [sp, #32]
@@ -87,7 +94,7 @@
         mrs     x9, fpcr
         stp     x9, \inbox, [sp, #0]
         mov     x10, sp
-        str     x10, [\from]
+        str     x10, [\from, #\fromoff]
 .endm
 
 /* sp is at the destination's frame and x9 holds our fpcr: load its fpcr
@@ -129,23 +136,27 @@
         mov     w0, w4
 .endm
 /* publish: the save is complete (release). */
-.macro PUBLISH
+.macro PUBLISH_X3
         add     x12, x3, #WEFT__CTX_PUBLISH
         stlr    wzr, [x12]
 .endm
+.macro PUBLISH_X2
+        add     x12, x2, #WEFT__CTX_PUBLISH
+        stlr    wzr, [x12]
+.endm
 
-/* One switch entry: \to and \from are the registers that hold the two
- * slots, \inbox and \val ours and the value sent, \code sets w0, \pub (if
- * any) runs once our frame and sp are stored.  \from must be x3. */
-.macro JUMP name, to, val, inbox, from, code, pub=
+/* One switch entry: the two slots are \tooff bytes past \to and
+ * \fromoff past \from, \inbox and \val are ours and the value sent,
+ * \code sets w0, \pub (if any) runs once our frame and sp are stored. */
+.macro JUMP name, to, tooff, val, inbox, from, fromoff, code, pub=
         .globl  \name
         .hidden \name
         .type   \name, %function
         .p2align 4
 \name:
         .cfi_startproc
-        SAVE_FRAME \inbox, \from
-        ldr     x11, [\to]
+        SAVE_FRAME \inbox, \from, \fromoff
+        ldr     x11, [\to, #\tooff]
         mov     sp, x11                 /* now on the destination stack */
         \pub
         LOAD_FP
@@ -154,9 +165,13 @@
         .size   \name, .-\name
 .endm
 
-        JUMP    weft__ctx_jump, x0, x1, x2, x3, RC_ZERO
-        JUMP    weft__ctx_jump_rc, x0, x1, x2, x3, RC_W4
-        JUMP    weft__ctx_jump_publish, x2, x0, x1, x3, RC_ZERO, PUBLISH
+        JUMP    weft__ctx_jump, x0, 0, x1, x2, x3, 0, RC_ZERO
+        JUMP    weft__ctx_jump_rc, x0, 0, x1, x2, x3, 0, RC_W4
+        JUMP    weft__ctx_jump_publish, x2, 0, x0, x1, x3, 0, RC_ZERO, PUBLISH_X3
+        /* resume's and yield's own: the resumer's slot is found from the
+         * coroutine's, so that the C side computes no address. */
+        JUMP    weft__ctx_resume, x0, 0, x1, x2, x0, WEFT__CTX_BACK, RC_ZERO
+        JUMP    weft__ctx_yield, x2, WEFT__CTX_BACK, x0, x1, x2, 0, RC_ZERO, PUBLISH_X2
 
         .globl  weft__ctx_jump_ontop
         .hidden weft__ctx_jump_ontop
@@ -164,7 +179,7 @@
         .p2align 4
 weft__ctx_jump_ontop:
         .cfi_startproc
-        SAVE_FRAME x2, x3
+        SAVE_FRAME x2, x3, 0
         ldr     x11, [x0]
         mov     sp, x11                 /* destination stack, 16-aligned */
         mov     x0, x5                  /* fn(arg, val): val is in x1 */

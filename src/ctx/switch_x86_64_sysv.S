@@ -26,9 +26,9 @@
  *    -8  | mxcsr (4) | x87 cw (2) | -   |  below sp, in the red zone
  *        +------------------------------+  lower addresses
  *
- * Why each instruction of a switch is there (weft__ctx_jump: 30 on AMD,
- * 33 elsewhere, against 24 in Boost.Context's jump_fcontext;
- * weft__ctx_jump_publish one more):
+ * Why each instruction of a switch is there (weft__ctx_resume, as
+ * weft__ctx_jump: 30 on AMD, 33 elsewhere, against 24 in Boost.Context's
+ * jump_fcontext; weft__ctx_yield and weft__ctx_jump_publish one more):
  *
  *   7 pushes    the six callee-saved registers, and the inbox: where the
  *               value sent to us must go when we are resumed.  Pushes are
@@ -94,13 +94,19 @@
  * thread must use that thread's TLS, see coro.c).
  *
  * C prototypes and their register assignment (ctx.h):
+ *   int weft__ctx_resume(void **co, void *val, void **inbox);
+ *       rdi rsi rdx              (weft_coro_resume's own; the resumer's
+ *                          slot is WEFT__CTX_BACK bytes past co's)
+ *   int weft__ctx_yield(void *val, void **inbox, void **self);
+ *       rdi rsi rdx              (weft_coro_yield's own; the resumer's slot
+ *                          is WEFT__CTX_BACK bytes past self's)
  *   int weft__ctx_jump(void **to, void *val, void **inbox, void **from);
- *       rdi rsi rdx rcx                         (weft_coro_resume's own)
+ *       rdi rsi rdx rcx
  *   int weft__ctx_jump_rc(void **to, void *val, void **inbox, void **from,
  *                         int rc);              r8d: the code sent
  *   int weft__ctx_jump_publish(void *val, void **inbox, void **to,
  *                              void **from);
- *       rdi rsi rdx rcx                         (weft_coro_yield's own)
+ *       rdi rsi rdx rcx
  *   int weft__ctx_jump_ontop(void **to, void *val, void **inbox,
  *                            void **from, void *(*fn)(void *, void *),
  *                            void *arg);
@@ -174,9 +180,9 @@
 .endm
 
 /*
- * One switch entry: \to and \from are the registers that hold the two
- * slots, \inbox and \val ours and the value sent; \code sets eax, \pub
- * (if any) runs once our frame and sp are stored.
+ * One switch entry: \to and \from are the two slots (memory operands),
+ * \inbox and \val ours and the value sent; \code sets eax, \pub (if any)
+ * runs once our frame and sp are stored.
  */
 .macro JUMP name, to, val, inbox, from, code, pub=
         .globl  \name
@@ -186,8 +192,8 @@
 \name:
         .cfi_startproc
         SAVE_FRAME \inbox
-        movq    (\to), %r10
-        movq    %rsp, (\from)
+        movq    \to, %r10
+        movq    %rsp, \from
         \pub
         cmpb    $0, weft__ctx_mxcsr_load(%rip)
         je      4f
@@ -229,13 +235,20 @@
 .endm
 /* Registers and sp are stored above; x86 stores become visible in program
  * order, so a plain store is a release. */
-.macro PUBLISH
+.macro PUBLISH_RCX
         movl    $0, WEFT__CTX_PUBLISH(%rcx)
 .endm
+.macro PUBLISH_RDX
+        movl    $0, WEFT__CTX_PUBLISH(%rdx)
+.endm
 
-        JUMP    weft__ctx_jump, %rdi, %rsi, %rdx, %rcx, RC_ZERO
-        JUMP    weft__ctx_jump_rc, %rdi, %rsi, %rdx, %rcx, RC_R8
-        JUMP    weft__ctx_jump_publish, %rdx, %rdi, %rsi, %rcx, RC_ZERO, PUBLISH
+        JUMP    weft__ctx_jump, (%rdi), %rsi, %rdx, (%rcx), RC_ZERO
+        JUMP    weft__ctx_jump_rc, (%rdi), %rsi, %rdx, (%rcx), RC_R8
+        JUMP    weft__ctx_jump_publish, (%rdx), %rdi, %rsi, (%rcx), RC_ZERO, PUBLISH_RCX
+        /* resume's and yield's own: the resumer's slot is found from the
+         * coroutine's, so that the C side computes no address. */
+        JUMP    weft__ctx_resume, (%rdi), %rsi, %rdx, WEFT__CTX_BACK(%rdi), RC_ZERO
+        JUMP    weft__ctx_yield, WEFT__CTX_BACK(%rdx), %rdi, %rsi, (%rdx), RC_ZERO, PUBLISH_RDX
 
         .globl  weft__ctx_jump_ontop
         .hidden weft__ctx_jump_ontop
