@@ -27,7 +27,7 @@
  *        +------------------------------+  lower addresses
  *
  * Why each instruction of a switch is there (weft__ctx_resume, as
- * weft__ctx_jump: 30 on AMD, 33 elsewhere, against 24 in Boost.Context's
+ * weft__ctx_jump: 29 on AMD, 33 elsewhere, against 24 in Boost.Context's
  * jump_fcontext; weft__ctx_yield and weft__ctx_jump_publish one more):
  *
  *   7 pushes    the six callee-saved registers, and the inbox: where the
@@ -38,7 +38,10 @@
  *               is spent on making room.  Nothing writes below a suspended
  *               context's sp; weft__ctx_jump_ontop, the one code that runs
  *               below a saved sp, steps over the word.
- *   load the destination's sp, store ours: 2.
+ *   store our sp, load the destination's: 2 (on AMD straight into sp,
+ *               our x87 word read first for the compare below; the compare
+ *               way reads the destination's words from its frame through
+ *               a register before sp moves).
  *   publish     (weft__ctx_jump_publish only) see PUBLISH below.
  *   restore the control words, one of two ways chosen once from the CPU's
  *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main);
@@ -192,26 +195,27 @@
 \name:
         .cfi_startproc
         SAVE_FRAME \inbox
-        movq    \to, %r10
-        movq    %rsp, \from
-        \pub
         cmpb    $0, weft__ctx_mxcsr_load(%rip)
         je      4f
         /* Load the destination's MXCSR without comparing (see the top),
          * its x87 word only if it differs from ours. */
-        ldmxcsr -8(%r10)
-        movzwl  -4(%r10), %r11d
+        movzwl  -4(%rsp), %r11d         /* our x87 control word */
+        movq    %rsp, \from
+        movq    \to, %rsp               /* now on the destination stack */
+        \pub
+        ldmxcsr -8(%rsp)
         cmpw    -4(%rsp), %r11w
         jne     3f
-        movq    %r10, %rsp              /* now on the destination stack */
         \code
         DELIVER_AND_RESUME \val
 3:
-        movq    %r10, %rsp
         fldcw   -4(%rsp)
         \code
         DELIVER_AND_RESUME \val
 4:
+        movq    \to, %r10
+        movq    %rsp, \from
+        \pub
         COMPARE_FP
         jnz     2f
         movq    %r10, %rsp
