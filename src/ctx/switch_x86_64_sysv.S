@@ -27,7 +27,7 @@
  *        +------------------------------+  lower addresses
  *
  * Why each instruction of a switch is there (weft__ctx_resume, as
- * weft__ctx_jump: 29 on AMD, 33 elsewhere, against 24 in Boost.Context's
+ * weft__ctx_jump: 29 on AMD, 32 elsewhere, against 24 in Boost.Context's
  * jump_fcontext; weft__ctx_yield and weft__ctx_jump_publish one more):
  *
  *   7 pushes    the six callee-saved registers, and the inbox: where the
@@ -38,10 +38,8 @@
  *               is spent on making room.  Nothing writes below a suspended
  *               context's sp; weft__ctx_jump_ontop, the one code that runs
  *               below a saved sp, steps over the word.
- *   store our sp, load the destination's: 2 (on AMD straight into sp,
- *               our x87 word read first for the compare below; the compare
- *               way reads the destination's words from its frame through
- *               a register before sp moves).
+ *   store our sp, load the destination's straight into sp: 2 (the
+ *               words of ours that the compare below needs are read first).
  *   publish     (weft__ctx_jump_publish only) see PUBLISH below.
  *   restore the control words, one of two ways chosen once from the CPU's
  *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main);
@@ -55,13 +53,13 @@
  *               MXCSR's control bits (6-15) take part: a program that has
  *               divided or printed a double has raised the inexact flag,
  *               and comparing the flags too made every switch between it
- *               and a context that had not pay both loads.  MXCSR is
- *               compared with xor and a shift; the x87 word is loaded once
- *               and compared with ours in memory, both into one branch by
- *               `or`.  When the control bits differ, the destination's
- *               saved words are loaded whole (its stale flags with them,
- *               which the ABI allows: the flags are not preserved across a
- *               call).
+ *               and a context that had not pay both loads.  Our two words
+ *               are read before sp moves (2), xor-ed with the
+ *               destination's, MXCSR's shifted past the flags, and both
+ *               or-ed into one branch (5).  When the control bits differ,
+ *               the destination's saved words are loaded whole (its stale
+ *               flags with them, which the ABI allows: the flags are not
+ *               preserved across a call).
  *     load (AMD, 4): on Zen 5 ldmxcsr costs the same whatever it loads
  *               (there Boost.Context's switch-fp runs as fast as its
  *               switch), while reading back the word stmxcsr has just
@@ -69,10 +67,10 @@
  *               forward: the load waits for it to reach the cache, and
  *               retirement with it).  So MXCSR is loaded without a
  *               compare; the x87 word, whose fnstcw store does forward, is
- *               still compared with ours and loaded only if it differs (3).
+ *               still compared with ours (read before sp moves) and loaded
+ *               only if it differs (3).
  *               Not measured on other AMD cores; both ways are correct
  *               everywhere (tests/test_coro.c runs under each).
- *   mov sp      now on the destination stack.
  *   xor eax     the destination's call returns 0 (weft__ctx_jump_rc sends
  *               another code: a cancelled coroutine's -ECANCELED).
  *   pop, jrcxz, store   deliver the value to the destination's inbox, if
@@ -147,13 +145,12 @@
         fnstcw  -4(%rsp)
 .endm
 
-/* Our frame is saved at sp; %r10 is the destination's saved sp.  Sets ZF
- * when the two contexts' control bits are equal.  Clobbers eax, r11d. */
+/* sp is the destination's saved sp; eax and r11d hold our mxcsr and x87
+ * control word.  Sets ZF when the two contexts' control bits are equal.
+ * Clobbers eax, r11d. */
 .macro COMPARE_FP
-        movl    -8(%r10), %eax          /* its mxcsr */
-        xorl    -8(%rsp), %eax          /* ours; bits 16-31 are 0 */
+        xorl    -8(%rsp), %eax          /* bits 16-31 are 0 */
         shrl    $6, %eax                /* drop the status flags */
-        movzwl  -4(%r10), %r11d         /* its x87 control word */
         xorw    -4(%rsp), %r11w
         orl     %r11d, %eax
 .endm
@@ -213,16 +210,16 @@
         \code
         DELIVER_AND_RESUME \val
 4:
-        movq    \to, %r10
+        movl    -8(%rsp), %eax          /* our mxcsr */
+        movzwl  -4(%rsp), %r11d         /* our x87 control word */
         movq    %rsp, \from
+        movq    \to, %rsp               /* now on the destination stack */
         \pub
         COMPARE_FP
         jnz     2f
-        movq    %r10, %rsp
         \code
         DELIVER_AND_RESUME \val
 2:
-        movq    %r10, %rsp
         LOAD_FP
         \code
         DELIVER_AND_RESUME \val
@@ -261,13 +258,15 @@
 weft__ctx_jump_ontop:
         .cfi_startproc
         SAVE_FRAME %rdx
-        movq    (%rdi), %r10
+        movl    -8(%rsp), %eax
+        movzwl  -4(%rsp), %r11d
         movq    %rsp, (%rcx)
-        /* Decide and load the control state now, while both frames are
-         * intact: fn's frames go below the destination's sp, over its
-         * control words.  fn is weft's own code, which keeps it. */
+        movq    (%rdi), %rsp            /* destination stack, 16-aligned */
+        /* Decide and load the control state now, while its words are
+         * intact: fn's frames go below the destination's sp, over them.
+         * fn is weft's own code, which keeps the state.  Not the hot
+         * path: always the compare way. */
         COMPARE_FP
-        movq    %r10, %rsp              /* destination stack, 16-aligned */
         jz      1f
         LOAD_FP
 1:
