@@ -14,20 +14,31 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 
+/* Until the constructor below runs, the compare way: correct anywhere. */
 unsigned char weft__ctx_mxcsr_load;
+int (*weft__ctx_resume)(void **, void *, void **) = weft__ctx_resume_cmp;
+int (*weft__ctx_yield)(void *, void **, void **) = weft__ctx_yield_cmp;
+
+void weft__ctx_mxcsr_choose(int load)
+{
+    weft__ctx_mxcsr_load = load != 0;
+    weft__ctx_resume = load ? weft__ctx_resume_load : weft__ctx_resume_cmp;
+    weft__ctx_yield = load ? weft__ctx_yield_load : weft__ctx_yield_cmp;
+}
 
 /*
  * Which way the switch restores MXCSR (switch_x86_64_sysv.S says why):
  * on AMD it loads the destination's word every time, elsewhere it first
  * compares the control bits.  Decided before main, and so before any
- * switch or any thread of ours.
+ * thread of ours; a switch made earlier (another constructor's) used the
+ * compare way, which is correct anywhere.
  */
 __attribute__((constructor)) static void choose_mxcsr_load(void)
 {
     unsigned max, b, c, d;
     if (__get_cpuid(0, &max, &b, &c, &d) &&
         b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)
-        weft__ctx_mxcsr_load = 1; /* "AuthenticAMD" */
+        weft__ctx_mxcsr_choose(1); /* "AuthenticAMD" */
 }
 #endif
 

@@ -85,8 +85,13 @@ int weft__ctx_jump(void **to, void *val, void **inbox, void **from);
 #if defined(__x86_64__)
 /* Non-zero where the switch loads the destination's MXCSR without
  * comparing it with ours first (see switch_x86_64_sysv.S): set once, from
- * the CPU's vendor, before main. */
-extern unsigned char weft__ctx_mxcsr_load;
+ * the CPU's vendor, before main.  Both ways are correct on any x86_64. */
+extern unsigned char weft__ctx_mxcsr_load
+    __attribute__((visibility("hidden")));
+
+/* Choose the way (and the entries that go with it); for ctx.c's start-up
+ * and for tests, before any switch. */
+void weft__ctx_mxcsr_choose(int load);
 #endif
 
 /* weft__ctx_jump, but the destination's jump returns rc. */
@@ -109,8 +114,23 @@ int weft__ctx_jump_publish(void *val, void **inbox, void **to, void **from);
  *   weft__ctx_resume - weft__ctx_jump(co, val, inbox, co + BACK)
  *   weft__ctx_yield - weft__ctx_jump_publish(val, inbox, self + BACK, self)
  */
+#if defined(__x86_64__)
+/* Two builds of each on x86_64, one per way of restoring MXCSR (see
+ * switch_x86_64_sysv.S), so that the hot switch does not test which: the
+ * names are pointers to the pair in use (weft__ctx_mxcsr_choose).  The
+ * call syntax is the same. */
+int weft__ctx_resume_cmp(void **co, void *val, void **inbox);
+int weft__ctx_resume_load(void **co, void *val, void **inbox);
+int weft__ctx_yield_cmp(void *val, void **inbox, void **self);
+int weft__ctx_yield_load(void *val, void **inbox, void **self);
+extern int (*weft__ctx_resume)(void **co, void *val, void **inbox)
+    __attribute__((visibility("hidden")));
+extern int (*weft__ctx_yield)(void *val, void **inbox, void **self)
+    __attribute__((visibility("hidden")));
+#else
 int weft__ctx_resume(void **co, void *val, void **inbox);
 int weft__ctx_yield(void *val, void **inbox, void **self);
+#endif
 
 /* A post-switch action: runs on the destination stack, after the save; its
  * result is the value the destination receives. */

@@ -26,9 +26,9 @@
  *    -8  | mxcsr (4) | x87 cw (2) | -   |  below sp, in the red zone
  *        +------------------------------+  lower addresses
  *
- * Why each instruction of a switch is there (weft__ctx_resume, as
- * weft__ctx_jump: 29 on AMD, 32 elsewhere, against 24 in Boost.Context's
- * jump_fcontext; weft__ctx_yield and weft__ctx_jump_publish one more):
+ * Why each instruction of a switch is there (weft__ctx_resume: 27 on AMD,
+ * 30 elsewhere, against 24 in Boost.Context's jump_fcontext;
+ * weft__ctx_yield one more, the general entries two more):
  *
  *   7 pushes    the six callee-saved registers, and the inbox: where the
  *               value sent to us must go when we are resumed.  Pushes are
@@ -42,8 +42,12 @@
  *               words of ours that the compare below needs are read first).
  *   publish     (weft__ctx_jump_publish only) see PUBLISH below.
  *   restore the control words, one of two ways chosen once from the CPU's
- *               vendor (weft__ctx_mxcsr_load, set in ctx.c before main);
- *               the choice is a compare with memory and a branch (2):
+ *               vendor (weft__ctx_mxcsr_choose, called in ctx.c before
+ *               main).  weft__ctx_resume and weft__ctx_yield are built
+ *               once per way and called through pointers, so they do not
+ *               test which; the general entries (the scheduler's, destroy,
+ *               transfer) test weft__ctx_mxcsr_load (a compare with memory
+ *               and a branch).
  *     compare (not AMD, 7): ldmxcsr and fldcw are slow when the value
  *               changes (ldmxcsr of a different value costs about 50 ns
  *               on Intel, where Boost.Context's switch-fp, which loads a
@@ -184,7 +188,7 @@
  * \inbox and \val ours and the value sent; \code sets eax, \pub (if any)
  * runs once our frame and sp are stored.
  */
-.macro JUMP name, to, val, inbox, from, code, pub=
+.macro JUMP name, to, val, inbox, from, code, pub=, way=auto
         .globl  \name
         .hidden \name
         .type   \name, @function
@@ -192,8 +196,11 @@
 \name:
         .cfi_startproc
         SAVE_FRAME \inbox
+.ifc \way, auto
         cmpb    $0, weft__ctx_mxcsr_load(%rip)
         je      4f
+.endif
+.ifnc \way, cmp
         /* Load the destination's MXCSR without comparing (see the top),
          * its x87 word only if it differs from ours. */
         movzwl  -4(%rsp), %r11d         /* our x87 control word */
@@ -209,6 +216,8 @@
         fldcw   -4(%rsp)
         \code
         DELIVER_AND_RESUME \val
+.endif
+.ifnc \way, load
 4:
         movl    -8(%rsp), %eax          /* our mxcsr */
         movzwl  -4(%rsp), %r11d         /* our x87 control word */
@@ -223,6 +232,7 @@
         LOAD_FP
         \code
         DELIVER_AND_RESUME \val
+.endif
         .cfi_endproc
         .size   \name, .-\name
 .endm
@@ -247,9 +257,14 @@
         JUMP    weft__ctx_jump_rc, (%rdi), %rsi, %rdx, (%rcx), RC_R8
         JUMP    weft__ctx_jump_publish, (%rdx), %rdi, %rsi, (%rcx), RC_ZERO, PUBLISH_RCX
         /* resume's and yield's own: the resumer's slot is found from the
-         * coroutine's, so that the C side computes no address. */
-        JUMP    weft__ctx_resume, (%rdi), %rsi, %rdx, WEFT__CTX_BACK(%rdi), RC_ZERO
-        JUMP    weft__ctx_yield, WEFT__CTX_BACK(%rdx), %rdi, %rsi, (%rdx), RC_ZERO, PUBLISH_RDX
+         * coroutine's, so that the C side computes no address.  One build
+         * per way of restoring MXCSR, so that they need not test which:
+         * weft__ctx_resume and weft__ctx_yield point at the pair in use
+         * (ctx.c). */
+        JUMP    weft__ctx_resume_load, (%rdi), %rsi, %rdx, WEFT__CTX_BACK(%rdi), RC_ZERO, , load
+        JUMP    weft__ctx_resume_cmp, (%rdi), %rsi, %rdx, WEFT__CTX_BACK(%rdi), RC_ZERO, , cmp
+        JUMP    weft__ctx_yield_load, WEFT__CTX_BACK(%rdx), %rdi, %rsi, (%rdx), RC_ZERO, PUBLISH_RDX, load
+        JUMP    weft__ctx_yield_cmp, WEFT__CTX_BACK(%rdx), %rdi, %rsi, (%rdx), RC_ZERO, PUBLISH_RDX, cmp
 
         .globl  weft__ctx_jump_ontop
         .hidden weft__ctx_jump_ontop
