@@ -40,7 +40,10 @@
  *               below a saved sp, steps over the word.
  *   store our sp, load the destination's straight into sp: 2 (the
  *               words of ours that the compare below needs are read first).
- *   publish     (weft__ctx_jump_publish only) see PUBLISH below.
+ *   publish     (weft__ctx_yield and weft__ctx_jump_publish) store
+ *               SUSPENDED (0) to the leaving coroutine's state word, once
+ *               its frame and sp are stored: a plain store is a release on
+ *               x86, so whoever claims it sees them.
  *   restore the control words, one of two ways chosen once from the CPU's
  *               vendor (weft__ctx_mxcsr_choose, called in ctx.c before
  *               main).  weft__ctx_resume and weft__ctx_yield are built
@@ -87,11 +90,13 @@
  *               the alternation (measured again on Zen 5: with `ret` the
  *               switch takes 13.8 ns instead of 5.5).
  *
- * Not here on purpose: `endbr64` (the switch entries are reached by direct
- * calls only, and the library is not marked for IBT: the resume itself
- * lands on return addresses by `jmp`), a publish test (weft__ctx_jump_publish
- * is its own entry), argument moves (each entry takes its arguments in the
- * registers its one hot caller already has them in).
+ * Not here on purpose: `endbr64` (the entries are reached by direct calls
+ * or through weft__ctx_resume's and weft__ctx_yield's pointers, and the
+ * library is not marked for IBT: this file carries no IBT property, and
+ * the resume itself lands on return addresses by `jmp`, which IBT would
+ * refuse anyway), a publish test (the publishing entries are their own),
+ * argument moves (each entry takes its arguments in the registers its one
+ * hot caller already has them in).
  *
  * Not saved: vector and x87 data registers (caller-saved), rflags (DF is
  * clear at every call by the ABI; the rest are caller-saved), segment
