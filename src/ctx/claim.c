@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+struct weft__claimer weft__no_claimer;
+
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok;
 static pthread_key_t exit_key;
@@ -46,7 +48,7 @@ static void setup(void)
 struct weft__claimer *weft__claimer_get(void)
 {
     struct weft__claimer *r = weft__tls.claimer;
-    if (r)
+    if (r != &weft__no_claimer)
         return r;
     pthread_once(&setup_once, setup);
     if (!membarrier_ok)

@@ -44,6 +44,11 @@
  *
  * Where membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is unavailable, no
  * record is ever made, owners stay NULL, and every claim is a plain CAS.
+ *
+ * A thread without a record has weft__no_claimer instead of NULL, so that
+ * the fast path needs no test for it: no coroutine's owner is ever
+ * weft__no_claimer, so a fast claim with it always goes slow.  Its
+ * `claiming` word is written by all such threads and read by nobody.
  */
 #ifndef WEFT_CLAIM_H
 #define WEFT_CLAIM_H
@@ -61,8 +66,19 @@ struct weft__claimer {
 
 #define WEFT__CLAIM_LOCKED ((struct weft__claimer *)1)
 
+/* A thread's claimer until it has a record (never anyone's owner). */
+extern struct weft__claimer weft__no_claimer;
+
+/* The record to name as a new coroutine's owner: the calling thread's,
+ * or NULL if it has none. */
+static inline struct weft__claimer *weft__claimer_owner(void)
+{
+    struct weft__claimer *me = weft__tls.claimer;
+    return me == &weft__no_claimer ? NULL : me;
+}
+
 /* The calling thread's record, made on first use; NULL where the fast path
- * is unavailable. */
+ * is unavailable (its weft__tls.claimer stays weft__no_claimer). */
 struct weft__claimer *weft__claimer_get(void);
 
 /* Slow claim, by any thread; same contract as weft__claim_fast's result. */
@@ -73,7 +89,7 @@ uint32_t weft__claim_slow(struct weft_coro *co);
 
 /*
  * weft__claim_fast - try to move co from SUSPENDED to RUNNING on the fast
- * path, where `me` is the calling thread's record (not NULL).
+ * path, where `me` is the calling thread's weft__tls.claimer.
  * Returns WEFT_CORO_SUSPENDED (0) if the caller now owns co, the state that
  * refused it, or WEFT__CLAIM_NOT_OWNER (then call weft__claim_slow).
  */
@@ -101,12 +117,9 @@ static inline uint32_t weft__claim_fast(struct weft_coro *co,
  * state that refused it. */
 static inline uint32_t weft__claim(struct weft_coro *co)
 {
-    struct weft__claimer *me = weft__tls.claimer;
-    if (__builtin_expect(me != NULL, 1)) {
-        uint32_t s = weft__claim_fast(co, me);
-        if (__builtin_expect(s != WEFT__CLAIM_NOT_OWNER, 1))
-            return s;
-    }
+    uint32_t s = weft__claim_fast(co, weft__tls.claimer);
+    if (__builtin_expect(s != WEFT__CLAIM_NOT_OWNER, 1))
+        return s;
     return weft__claim_slow(co);
 }
 

@@ -11,13 +11,20 @@
  *
  * Publish after save (docs/design.md): a coroutine that stops running
  * becomes SUSPENDED (or DEAD) only after its registers are saved and it has
- * left its stack.  weft__ctx_jump stores the SUSPENDED word itself, on the
- * far side of the save (its `publish` argument); a finishing body marks
+ * left its stack.  The switch stores the SUSPENDED word itself, on the
+ * far side of the save (weft__ctx_yield, weft__ctx_jump_publish); a
+ * finishing body marks
  * itself DEAD in a post-switch action on its resumer's stack, so a destroy
  * racing on another thread never frees a stack that is still in use.
  *
  * The chain: resume(co) makes the caller NORMAL and co's resumer; transfer
- * hands the resumer on; yield and return go to it.  Every coroutine on a
+ * hands the resumer on; yield and return go to it.  The resumer's frame is
+ * saved in co->resumer_sp, not in its own `sp`: yield then reaches it in
+ * two dependent loads from the thread's `current` (co, co->resumer_sp)
+ * instead of three (co, co->resumer, its sp), and those loads are the
+ * critical path of a resume/yield ping-pong.  Nothing else needs a NORMAL
+ * context's sp: only the one it resumed (or a transfer's successor, which
+ * inherits resumer_sp) ever switches back to it.  Every coroutine on a
  * chain runs on the thread of the resume at its root, so the state words of
  * NORMAL coroutines are only touched by that thread (relaxed stores); only
  * SUSPENDED coroutines are visible to other threads.
@@ -48,7 +55,8 @@
 static struct weft_coro no_thread_root = {.flags = WEFT__CORO_ROOT};
 
 __thread struct weft__thread weft__tls __attribute__((tls_model(
-    "initial-exec"))) = {.current = &no_thread_root};
+    "initial-exec"))) = {.current = &no_thread_root,
+                         .claimer = &weft__no_claimer};
 
 /*
  * For use after a switch: the thread-local block of the thread we are on
@@ -146,7 +154,7 @@ static void coro_entry(void *val, void *arg)
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
     weft__san_switch_last(&co->san, &to->san);
-    weft__ctx_jump_ontop(&co->sp, to->sp, ret, NULL, mark_dead, co);
+    weft__ctx_jump_ontop(&co->resumer_sp, ret, NULL, &co->sp, mark_dead, co);
     __builtin_unreachable();
 }
 
@@ -188,7 +196,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
     atomic_init(&co->state, WEFT_CORO_SUSPENDED);
     /* The creating thread usually resumes it first: let it claim fast
      * (if it has a claim record yet). */
-    atomic_init(&co->owner, weft__tls.claimer);
+    atomic_init(&co->owner, weft__claimer_owner());
     *out = co;
     return 0;
 }
@@ -210,7 +218,8 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     co->resumer = self;
     t->current = co;
     weft__san_switch(&self->san, &co->san);
-    int back = weft__ctx_jump(&self->sp, co->sp, in, out, NULL, rc);
+    int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &co->resumer_sp, rc)
+                  : weft__ctx_resume(&co->sp, in, out);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -252,9 +261,11 @@ __attribute__((noinline)) static int resume_slow(weft_coro *co, void *in,
 WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 {
     struct weft__thread *t = &weft__tls;
+    /* Never NULL (weft__no_claimer, claim.h).  A real record is set only
+     * by a slow path that also set up t->current, and only a real record
+     * is ever an owner, so a fast claim that wins had one. */
     struct weft__claimer *me = t->claimer;
-    /* `me` is set only by a slow path that also set up t->current. */
-    if (unlikely(!co || !me))
+    if (unlikely(!co))
         return resume_slow(co, in, out);
     uint32_t seen = weft__claim_fast(co, me);
     if (unlikely(seen != WEFT_CORO_SUSPENDED)) {
@@ -266,17 +277,19 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 }
 
 /*
- * Suspend self and continue `to`, which is already RUNNING and current.
- * Our SUSPENDED state is published by the switch once our registers are
- * saved.  Returns 0 with *in set when resumed, or -ECANCELED when resumed
- * by weft_coro_destroy.
+ * Suspend self and continue `to`, which is already RUNNING and current,
+ * from its frame saved at *slot.  Our SUSPENDED state is published by the
+ * switch once our registers are saved.  Returns 0 with *in set when
+ * resumed, or -ECANCELED when resumed by weft_coro_destroy.
  */
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
-                             void *val, void **in)
+                             void **slot, void *val, void **in)
 {
     weft__san_switch(&self->san, &to->san);
-    int back = weft__ctx_jump(&self->sp, to->sp, val, in,
-                              (uint32_t *)&self->state, 0);
+    /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
+    int back = slot == &self->resumer_sp
+                   ? weft__ctx_yield(val, in, &self->sp)
+                   : weft__ctx_jump_publish(val, in, slot, &self->sp);
     weft__san_arrived(&self->san);
     return back;
 }
@@ -295,7 +308,7 @@ __attribute__((noinline)) static int yield_slow(struct weft_coro *self,
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls.current = to;
-    return switch_out(self, to, out, in);
+    return switch_out(self, to, &self->resumer_sp, out, in);
 }
 
 WEFT_EXPORT int weft_coro_yield(void *out, void **in)
@@ -307,7 +320,7 @@ WEFT_EXPORT int weft_coro_yield(void *out, void **in)
     struct weft_coro *to = self->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     t->current = to;
-    return switch_out(self, to, out, in);
+    return switch_out(self, to, &self->resumer_sp, out, in);
 }
 
 WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
@@ -325,8 +338,9 @@ WEFT_EXPORT int weft_coro_transfer(weft_coro *to, void *in, void **out)
     if (self->flags & WEFT__CORO_CANARY)
         check_canary(self);
     to->resumer = self->resumer;
+    to->resumer_sp = self->resumer_sp;
     weft__tls.current = to;
-    return switch_out(self, to, in, out);
+    return switch_out(self, to, &to->sp, in, out);
 }
 
 WEFT_EXPORT int weft_coro_destroy(weft_coro *co)

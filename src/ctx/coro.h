@@ -9,10 +9,12 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "base/compiler.h"
+#include "ctx/ctx.h"
 #include "ctx/sanitizer.h"
 #include "ctx/stack.h"
 
@@ -57,6 +59,10 @@ struct weft_coro {
      * and not changed after (atomic for the observers' racy reads). */
     _Atomic uint64_t id;
     struct weft_coro *resumer;/* where yield and return go                 */
+    /* The resumer's saved sp, while this one runs: the switch that resumes
+     * saves the resumer's frame here rather than in the resumer's own
+     * `sp`, so that yield finds it one load nearer (coro.c). */
+    void *resumer_sp;
     /* thread that claimed it last: its fast claim path (claim.h) */
     _Atomic(struct weft__claimer *) owner;
     weft_fn fn;
@@ -83,7 +89,8 @@ struct weft_coro {
  */
 struct weft__thread {
     struct weft_coro *current;       /* running coroutine, or a root     */
-    struct weft__claimer *claimer;   /* fast-claim record (claim.h)      */
+    struct weft__claimer *claimer;   /* fast-claim record, or
+                                        weft__no_claimer (claim.h)      */
     struct weft_coro root;           /* this thread as a resumer (and the
                                         context a scheduler above runs
                                         its loop in)                    */
@@ -115,5 +122,14 @@ _Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");
+_Static_assert(offsetof(struct weft_coro, resumer_sp) -
+                   offsetof(struct weft_coro, sp) == WEFT__CTX_BACK,
+               "weft__ctx_resume and weft__ctx_yield find the resumer's "
+               "slot WEFT__CTX_BACK bytes past the coroutine's");
+_Static_assert(offsetof(struct weft_coro, state) -
+                       offsetof(struct weft_coro, sp) == WEFT__CTX_PUBLISH &&
+                   sizeof(((struct weft_coro *)0)->state) == 4,
+               "weft__ctx_jump_publish stores to the word WEFT__CTX_PUBLISH "
+               "bytes past the sp slot");
 
 #endif /* WEFT_CORO_INTERNAL_H */

@@ -11,6 +11,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* Until the constructor below runs, the compare way: correct anywhere. */
+unsigned char weft__ctx_mxcsr_load;
+int (*weft__ctx_resume)(void **, void *, void **) = weft__ctx_resume_cmp;
+int (*weft__ctx_yield)(void *, void **, void **) = weft__ctx_yield_cmp;
+
+void weft__ctx_mxcsr_choose(int load)
+{
+    weft__ctx_mxcsr_load = load != 0;
+    weft__ctx_resume = load ? weft__ctx_resume_load : weft__ctx_resume_cmp;
+    weft__ctx_yield = load ? weft__ctx_yield_load : weft__ctx_yield_cmp;
+}
+
+/*
+ * Which way the switch restores MXCSR (switch_x86_64_sysv.S says why):
+ * on AMD it loads the destination's word every time, elsewhere it first
+ * compares the control bits.  Decided before main, and so before any
+ * thread of ours; a switch made earlier (another constructor's) used the
+ * compare way, which is correct anywhere.
+ */
+__attribute__((constructor)) static void choose_mxcsr_load(void)
+{
+    unsigned max, b, c, d;
+    if (__get_cpuid(0, &max, &b, &c, &d) &&
+        b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)
+        weft__ctx_mxcsr_choose(1); /* "AuthenticAMD" */
+}
+#endif
+
 /* Defined in the .S file: the first code a fresh context runs. */
 extern void weft__ctx_entry(void);
 
@@ -27,15 +58,19 @@ void weft__ctx_entry_returned(void)
 void *weft__ctx_make(void *stack_top, weft__ctx_entry_fn entry, void *arg)
 {
     /* When the first jump pops this frame, sp must be 16-aligned for the
-     * entry trampoline's call: that is, top itself. */
-    uintptr_t top = (uintptr_t)stack_top & ~(uintptr_t)15;
+     * entry trampoline's call; the 16 bytes it then points at hold the
+     * value sent (the frame's inbox points there, the trampoline reads
+     * it). */
+    uintptr_t top = ((uintptr_t)stack_top & ~(uintptr_t)15) - 16;
     unsigned char *frame = (unsigned char *)(top - WEFT__CTX_FRAME);
     void *entry_pc = (void *)weft__ctx_entry;
+    void *inbox = (void *)top;
 
     /* Only what the first switch uses is set; the other callee-saved
      * slots are loaded into registers the entry does not read. */
     void *zero = NULL;
-    memcpy(frame + WEFT__CTX_INBOX, &zero, sizeof zero);
+    memcpy(frame + WEFT__CTX_INBOX, &inbox, sizeof inbox);
+    memcpy((void *)top, &zero, sizeof zero);
 #if defined(__x86_64__)
     memcpy(frame + WEFT__CTX_FP, &zero, sizeof zero); /* pad bytes too */
     memcpy(frame + WEFT__CTX_RBP, &zero, sizeof zero); /* ends frame chains */

@@ -134,7 +134,7 @@ void weft__task_run(struct weft_task *t)
          * to this scheduler; the post-switch action's result lands in
          * `next`. */
         weft__san_switch(&th->root.san, &t->co.san);
-        weft__ctx_jump(&th->root.sp, t->co.sp, NULL, (void **)&next, NULL, 0);
+        weft__ctx_jump(&t->co.sp, NULL, (void **)&next, &th->root.sp);
         weft__san_arrived(&th->root.san);
         t = next;
     }
@@ -150,7 +150,7 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
     th->current = to;
     th->switches++; /* for the monitor: worker.h, th */
     weft__san_switch(&self->san, &to->san);
-    weft__ctx_jump_ontop(&self->sp, to->sp, NULL, NULL, action, arg);
+    weft__ctx_jump_ontop(&to->sp, NULL, NULL, &self->sp, action, arg);
     weft__san_arrived(&self->san);
 }
 
@@ -236,7 +236,7 @@ static _Noreturn void task_finish(struct weft_task *t)
                 trace_switch(&t->co, &a->co);
             }
             weft__san_switch_last(&t->co.san, &a->co.san);
-            weft__ctx_jump_ontop(&t->co.sp, a->co.sp, NULL, NULL,
+            weft__ctx_jump_ontop(&a->co.sp, NULL, NULL, &t->co.sp,
                                  finish_action, t);
             __builtin_unreachable();
         }
@@ -246,7 +246,8 @@ static _Noreturn void task_finish(struct weft_task *t)
     if (unlikely(observed))
         trace_switch(&t->co, &th->root);
     weft__san_switch_last(&t->co.san, &th->root.san);
-    weft__ctx_jump_ontop(&t->co.sp, th->root.sp, NULL, NULL, finish_action, t);
+    weft__ctx_jump_ontop(&th->root.sp, NULL, NULL, &t->co.sp, finish_action,
+                         t);
     __builtin_unreachable();
 }
 

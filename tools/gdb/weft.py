@@ -53,8 +53,8 @@ def _arch():
 # the saved sp, the return address (where the context resumes), and the
 # frame's size (the sp of the code that switched is saved sp + size).
 _FRAMES = {
-    'x86_64': ({'rbp': 56, 'rbx': 48, 'r15': 40, 'r14': 32, 'r13': 24,
-                'r12': 16}, 64, 72, 'rsp', 'rip', 'rbp'),
+    'x86_64': ({'rbp': 48, 'rbx': 40, 'r15': 32, 'r14': 24, 'r13': 16,
+                'r12': 8}, 56, 64, 'rsp', 'rip', 'rbp'),
     'aarch64': (dict([('x%d' % (19 + i), 16 + 8 * i) for i in range(10)] +
                      [('x29', 96), ('x30', 104)]), 104, 176, 'sp', 'pc',
                 'x29'),
