@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 
 _Atomic uint32_t weft_hook_fdinfo[FDKIND_MAX];
 _Atomic uint32_t weft_hook_mode_gen;
+atomic_bool weft_hook_rcvlowat_seen;
 
 HOOK_API int socket(int domain, int type, int protocol)
 {
@@ -153,5 +155,13 @@ HOOK_API int setsockopt(int fd, int level, int name, const void *value,
     int r = REAL(setsockopt)(fd, level, name, value, len);
     if (level == SOL_SOCKET && r == 0 && is_timeout_option(name))
         mode_changed();
+    int mark;
+    if (level == SOL_SOCKET && r == 0 && name == SO_RCVLOWAT &&
+        len >= sizeof mark) {
+        memcpy(&mark, value, sizeof mark);
+        if (mark > 1)
+            atomic_store_explicit(&weft_hook_rcvlowat_seen, true,
+                                  memory_order_release);
+    }
     return r;
 }

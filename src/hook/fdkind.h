@@ -60,6 +60,11 @@ enum { FD_WAITS = 64 };
 
 extern _Atomic uint32_t weft_hook_fdinfo[FDKIND_MAX];
 extern _Atomic uint32_t weft_hook_mode_gen;
+/* Whether the program has set SO_RCVLOWAT above 1 on some socket through
+ * the hooked setsockopt (hook/io.c, waits_for_mark).  Release when set,
+ * acquire when read: a receive that follows the setsockopt in the
+ * program's order sees it. */
+extern atomic_bool weft_hook_rcvlowat_seen;
 
 /* Relaxed throughout: hints (see the top), never a guard of other
  * memory. */

@@ -138,6 +138,28 @@ static ssize_t partial(size_t done, int entry_errno)
 }
 
 /*
+ * SO_RCVLOWAT above 1: a blocking receive waits until that many bytes
+ * are there (or the call's length), which neither a try (it returns what
+ * is there) nor every socket's readiness (a unix socket's ignores the
+ * mark) can tell.  Such a receive is libc's own blocking call: it blocks
+ * the worker (the monitor covers it) but answers exactly.  Asked of the
+ * socket only once the program has set the option above 1 through the
+ * hooked setsockopt (weft_hook_rcvlowat_seen): a getsockopt per receive
+ * then, none before.  errno is left as it was.
+ */
+static bool waits_for_mark(int fd)
+{
+    if (!atomic_load_explicit(&weft_hook_rcvlowat_seen, memory_order_acquire))
+        return false;
+    int entry_errno = errno, mark = 1;
+    socklen_t len = sizeof mark;
+    bool above = getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &mark, &len) == 0 &&
+                 mark > 1;
+    errno = entry_errno;
+    return above;
+}
+
+/*
  * The loop.  `whole`: keep going after a partial transfer until `total`
  * bytes moved (a blocking send; a recv with MSG_WAITALL, which also ends
  * at end of file).  `tried`: the caller made the first try, which would
@@ -148,6 +170,8 @@ static ssize_t partial(size_t done, int entry_errno)
 static ssize_t sock_loop(int fd, struct sock_op *op, bool whole,
                          bool tried)
 {
+    if (!op_sends(op) && waits_for_mark(fd))
+        return op_call(fd, op, op->flags); /* blocks: see waits_for_mark */
     int entry_errno = errno;
     struct hook_call c = {0};
     unsigned events = op_sends(op) ? WEFT_OUT : WEFT_IN;
@@ -334,7 +358,7 @@ static bool not_socket(int fd, ssize_t r)
 
 HOOK_API ssize_t read(int fd, void *buf, size_t len)
 {
-    if (!maybe_socket(fd))
+    if (!maybe_socket(fd) || waits_for_mark(fd))
         return REAL(read)(fd, buf, len);
     if (parks_first(fd)) {
         struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len};
@@ -385,7 +409,7 @@ HOOK_API ssize_t write(int fd, const void *buf, size_t len)
 
 HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    if (!maybe_socket(fd) || iovcnt < 0)
+    if (!maybe_socket(fd) || iovcnt < 0 || waits_for_mark(fd))
         return REAL(readv)(fd, iov, iovcnt);
     struct msghdr m = {.msg_iov = (struct iovec *)iov,
                        .msg_iovlen = (size_t)iovcnt};
