@@ -277,19 +277,24 @@ size_t weft__stacks_trim(size_t keep)
     size_t nkept = 0;
     for (struct weft__cache_node *o = list, *next; o; o = next) {
         next = o->next; /* o lives in the stack it describes */
-        weft__stack st = ((struct weft__free_stack *)o)->stack;
+        struct weft__free_stack *f = (struct weft__free_stack *)o;
+        weft__stack st = f->stack;
         if (nkept >= keep) {
             given += st.size;
             unmap_stack(&st);
             continue;
         }
         /* Kept: its pages go back to the kernel but the top one, which
-         * holds this node (a reuse faults them in again, zeroed). */
+         * holds this node (a reuse faults them in again, zeroed); once,
+         * until it runs again (each worker that goes idle trims, and the
+         * same kept stacks were given back twice, seen with strace). */
         char *low = (char *)weft__stack_low(&st);
         char *top_page = (char *)weft__stack_top(&st) - page;
-        if (top_page > low && madvise(low, (size_t)(top_page - low),
-                                      MADV_DONTNEED) == 0)
+        if (!f->trimmed && top_page > low &&
+            madvise(low, (size_t)(top_page - low), MADV_DONTNEED) == 0) {
             given += (size_t)(top_page - low);
+            f->trimmed = true;
+        }
         o->next = kept;
         kept = o;
         nkept++;

@@ -58,6 +58,10 @@ typedef struct weft__stack {
 struct weft__free_stack {
     struct weft__cache_node node;
     weft__stack stack;
+    /* Its pages below this node went back to the kernel at a trim, and
+     * it has not run since: the next trim has nothing to give (and its
+     * madvise would cost a TLB flush for nothing). */
+    bool trimmed;
 };
 extern struct weft__cache weft__stack_cache;
 extern __thread struct weft__cache_local weft__stack_local
@@ -126,6 +130,7 @@ static inline void weft__stack_free(const weft__stack *s)
 {
     struct weft__free_stack *f = weft__stack_node(s);
     f->stack = *s;
+    f->trimmed = false;
     f->node.key = s->size;
     weft__cache_put(&weft__stack_cache, &weft__stack_local, &f->node);
 }
