@@ -1230,8 +1230,8 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_strerror),
 #ifndef WEFT_TEST_OTHER_MXCSR
-        /* Stacks and mappings, not the switch: once is enough (each is
-         * some 40 s under ASan). */
+        /* Stacks and mappings, not the switch: once is enough (the two
+         * slowest tests under ASan). */
         cmocka_unit_test(test_10k_live),
         cmocka_unit_test(test_100k_live_default_stack),
 #endif
