@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <weft/timer.h>
+#include <weft/weft.h>
 
 uint64_t now_ns(void)
 {
@@ -69,6 +69,21 @@ static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+struct weft_pool *start_pool_and_ticker(struct ticker *t,
+                                        struct weft_task **tick)
+{
+    weft_pool *pool;
+    weft_pool_opts opts = {.threads = 2};
+    if (weft_pool_create(&pool, &opts) != 0 ||
+        weft_spawn(tick, pool, ticker_task, t, NULL) != 0) {
+        fprintf(stderr, "error: weft_pool_create or weft_spawn\n");
+        exit(2);
+    }
+    while (!atomic_load(&t->started))
+        weft_sleep(100000); /* on a plain thread: nanosleep */
+    return pool;
 }
 
 struct summary summarize(double *v, size_t n)

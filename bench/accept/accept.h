@@ -33,6 +33,14 @@ struct ticker {
 };
 void *ticker_task(void *ticker); /* the task's body: weft_spawn it */
 
+/* A pool of 2 workers, every other option its default, with `t` ticking
+ * on it (*tick its handle): returns once the ticker's first sleep has
+ * begun.  Exits 2 with a line on stderr if either cannot be made. */
+struct weft_pool;
+struct weft_task;
+struct weft_pool *start_pool_and_ticker(struct ticker *t,
+                                        struct weft_task **tick);
+
 /* Sorts v[0..n-1]; the largest, and the 99th percentile (nearest rank). */
 struct summary {
     double worst, p99;

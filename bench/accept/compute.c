@@ -91,18 +91,9 @@ static int check_block(const char *dump, const char *name)
 int main(void)
 {
     watchdog(30);
-    weft_pool *pool;
-    weft_pool_opts opts = {.threads = 2};
-    if (weft_pool_create(&pool, &opts) != 0) {
-        fprintf(stderr, "error: weft_pool_create\n");
-        return 2;
-    }
     weft_task *tick, *load[CRUNCHERS];
     double results[CRUNCHERS];
-    if (weft_spawn(&tick, pool, ticker_task, &ticker, NULL) != 0)
-        return 2;
-    while (!atomic_load(&ticker.started))
-        weft_sleep(100000); /* on a plain thread: nanosleep */
+    weft_pool *pool = start_pool_and_ticker(&ticker, &tick);
     for (int i = 0; i < CRUNCHERS; i++) {
         char name[32];
         snprintf(name, sizeof name, "cruncher-%d", i);

@@ -131,19 +131,15 @@ int main(void)
 {
     watchdog(30);
     signal(SIGPIPE, SIG_IGN);
-    weft_pool *pool;
-    weft_pool_opts opts = {.threads = 2};
     int lfd = listen_loopback();
-    if (lfd < 0 || weft_pool_create(&pool, &opts) != 0) {
-        fprintf(stderr, "error: listen or weft_pool_create\n");
+    if (lfd < 0) {
+        fprintf(stderr, "error: listen\n");
         return 2;
     }
     weft_task *tick, *acc, *readers[READERS];
-    if (weft_spawn(&tick, pool, ticker_task, &ticker, NULL) != 0 ||
-        weft_spawn(&acc, pool, acceptor, (void *)(intptr_t)lfd, NULL) != 0)
+    weft_pool *pool = start_pool_and_ticker(&ticker, &tick);
+    if (weft_spawn(&acc, pool, acceptor, (void *)(intptr_t)lfd, NULL) != 0)
         return 2;
-    while (!atomic_load(&ticker.started))
-        weft_sleep(100000); /* on a plain thread: nanosleep */
 
     write_at = now_ns() + 2000 * MS;
     for (int i = 0; i < READERS; i++)

@@ -55,17 +55,8 @@ static void *yielder(void *arg)
 int main(void)
 {
     watchdog(30);
-    weft_pool *pool;
-    weft_pool_opts opts = {.threads = 2};
-    if (weft_pool_create(&pool, &opts) != 0) {
-        fprintf(stderr, "error: weft_pool_create\n");
-        return 2;
-    }
     weft_task *tick, *load[YIELDERS];
-    if (weft_spawn(&tick, pool, ticker_task, &ticker, NULL) != 0)
-        return 2;
-    while (!atomic_load(&ticker.started))
-        weft_sleep(100000); /* on a plain thread: nanosleep */
+    weft_pool *pool = start_pool_and_ticker(&ticker, &tick);
     for (int i = 0; i < YIELDERS; i++)
         if (weft_spawn(&load[i], pool, yielder, NULL, NULL) != 0)
             return 2;
