@@ -86,6 +86,18 @@ struct weft_pool *start_pool_and_ticker(struct ticker *t,
     return pool;
 }
 
+void stop_ticker_and_pool(struct ticker *t, struct weft_task *tick,
+                          struct weft_pool *pool)
+{
+    atomic_store(&t->stop, true);
+    void *bad;
+    if (weft_sync_wait(tick, &bad) != 0 || bad) {
+        fprintf(stderr, "error: the ticker failed\n");
+        exit(2);
+    }
+    weft_pool_destroy(pool);
+}
+
 struct summary summarize(double *v, size_t n)
 {
     struct summary s = {0, 0};

@@ -41,6 +41,11 @@ struct weft_task;
 struct weft_pool *start_pool_and_ticker(struct ticker *t,
                                         struct weft_task **tick);
 
+/* Stop the ticker, wait for it and destroy the pool (its other tasks
+ * must have ended).  Exits 2 with a line on stderr if the ticker failed. */
+void stop_ticker_and_pool(struct ticker *t, struct weft_task *tick,
+                          struct weft_pool *pool);
+
 /* Sorts v[0..n-1]; the largest, and the 99th percentile (nearest rank). */
 struct summary {
     double worst, p99;

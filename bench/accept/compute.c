@@ -118,13 +118,7 @@ int main(void)
 
     for (int i = 0; i < CRUNCHERS; i++)
         weft_sync_wait(load[i], NULL);
-    atomic_store(&ticker.stop, true);
-    void *bad;
-    if (weft_sync_wait(tick, &bad) != 0 || bad) {
-        fprintf(stderr, "error: the ticker failed\n");
-        return 2;
-    }
-    weft_pool_destroy(pool);
+    stop_ticker_and_pool(&ticker, tick, pool);
 
     struct ticker_figures tf = ticker_report(&ticker);
     printf("time_crunchers_started_ms: %.0f\n", (double)(crunch_start - ticker.first_ns) / 1e6);

@@ -65,13 +65,7 @@ int main(void)
     atomic_store(&stop, true);
     for (int i = 0; i < YIELDERS; i++)
         weft_sync_wait(load[i], NULL);
-    atomic_store(&ticker.stop, true);
-    void *bad;
-    if (weft_sync_wait(tick, &bad) != 0 || bad) {
-        fprintf(stderr, "error: the ticker failed\n");
-        return 2;
-    }
-    weft_pool_destroy(pool);
+    stop_ticker_and_pool(&ticker, tick, pool);
 
     struct ticker_figures f = ticker_report(&ticker);
     double gap_ms = (double)atomic_load(&worst_gap) / 1e6;
