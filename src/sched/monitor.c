@@ -509,7 +509,8 @@ static uint64_t look(struct weft__monitor *m)
     return running ? next : 0;
 }
 
-/* Park until `until` (ns) or a wake; publishes when, for the timers. */
+/* Park until `until` (ns; 0: no deadline) or a wake; publishes when, for
+ * the timers. */
 static void sleep_until(struct weft__monitor *m, uint64_t until)
 {
     /* Relaxed: a worker that reads a stale value wakes the monitor once
@@ -547,10 +548,7 @@ static void *monitor_main(void *arg)
         /* Nothing ran at two looks in a row: sleep until a worker wakes,
          * if they all sleep now. */
         if (++still >= 2 && weft__pool_monitor_may_sleep(p)) {
-            atomic_store_explicit(&m->next_look, 0, memory_order_relaxed);
-            weft__parker_park(&m->parker, 0, 0);
-            atomic_store_explicit(&m->next_look, UINT64_MAX,
-                                  memory_order_relaxed);
+            sleep_until(m, 0); /* 0: until a worker wakes it */
             /* One look at once, at no extra wake-up: it notes what the
              * woken worker runs and when the timers armed so far come due
              * (a worker blocked in a system call from its first task is

@@ -161,6 +161,19 @@ WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
     return 0;
 }
 
+/* Queue t, which nobody else knows yet, on pool (arrived at already) as
+ * an eager task of it, with `state` (SCHEDULED and its references).
+ * Release: whoever claims it (acquire on the state) sees its fields, and
+ * the room its creator filled, whichever queue carried it.  Once queued
+ * it may run, end and (detached) be freed at once. */
+static void queue_new(struct weft_task *t, weft_pool *pool, uint64_t state)
+{
+    t->pool = pool;
+    t->spawned_on = pool;
+    atomic_store_explicit(&t->state, state, memory_order_release);
+    weft__pool_submit(pool, t);
+}
+
 WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
                            void *arg, const weft_task_opts *opts)
 {
@@ -178,16 +191,9 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
         weft__record_free(t);
         return err;
     }
-    t->pool = pool;
-    t->spawned_on = pool;
     if (out)
         *out = t;
-    /* Release: whoever claims it (acquire on the state) sees its fields,
-     * whichever queue carried it. */
-    atomic_store_explicit(&t->state, WEFT__T_SCHEDULED | refs * WEFT__T_REF,
-                          memory_order_release);
-    /* Once queued it may run, end and (detached) be freed at once. */
-    weft__pool_submit(pool, t);
+    queue_new(t, pool, WEFT__T_SCHEDULED | refs * WEFT__T_REF);
     return 0;
 }
 
@@ -201,18 +207,12 @@ WEFT_EXPORT int weft_task_start(weft_task *t, weft_pool *pool)
     if (err)
         return err;
     t->lazy = false;
-    t->pool = pool;
-    t->spawned_on = pool;
     /* Until now nobody else could know t: it was IDLE with the handle's
-     * and its life's references; the queue entry adds one.  Release, as
-     * weft_spawn's: whoever claims it from the queue (acquire on the
-     * state) sees its fields and the room the caller filled. */
+     * and its life's references; the queue entry adds one. */
     uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-    atomic_store_explicit(&t->state,
-                          ((s & ~(uint64_t)WEFT__T_LIFECYCLE) |
-                           WEFT__T_SCHEDULED) + WEFT__T_REF,
-                          memory_order_release);
-    weft__pool_submit(pool, t);
+    queue_new(t, pool,
+              ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_SCHEDULED) +
+                  WEFT__T_REF);
     return 0;
 }
 

@@ -278,16 +278,16 @@ void weft__pool_kick(weft_pool *pool);
 int weft__pool_timer_add(weft_pool *pool, struct weft__timer *tm,
                          struct weft__timers **where);
 
-/* Count a task arriving at (getting home) / leaving pool, on the calling
- * thread (the drain accounting of shutdown, pool.c).  An arrival from
- * outside the pool fails with -ESHUTDOWN once destroy began; one from the
- * pool's own workers (its tasks spawning more) never does. */
 /* Lending (pool.c): a thread in weft_sync_wait takes the place of an idle
  * worker of pool, or gets NULL; it gives the place back with
  * weft__pool_unlend, from the same thread. */
 struct weft__worker *weft__pool_lend(weft_pool *pool);
 void weft__pool_unlend(struct weft__worker *w);
 
+/* Count a task arriving at (getting home) / leaving pool, on the calling
+ * thread (the drain accounting of shutdown, pool.c).  An arrival from
+ * outside the pool fails with -ESHUTDOWN once destroy began; one from the
+ * pool's own workers (its tasks spawning more) never does. */
 int weft__pool_arrive(weft_pool *pool);
 void weft__pool_leave(weft_pool *pool);
 
