@@ -166,7 +166,7 @@ struct cancel_run {
     pthread_mutex_t m;
     weft_pool *pool;
     weft_task *waiter;
-    atomic_bool holding, cancelled, released;
+    atomic_bool holding, cancelled, releasing;
     int lock_ret;
 };
 
@@ -177,8 +177,10 @@ static void *cancel_holder(void *arg)
     atomic_store(&r->holding, true);
     while (!atomic_load(&r->cancelled))
         sched_yield();
+    /* Flagged before the unlock: the waiter may take the mutex the moment
+     * it is free, before this thread runs another instruction. */
+    atomic_store(&r->releasing, true);
     CHECK_EQ(pthread_mutex_unlock(&r->m), 0);
-    atomic_store(&r->released, true);
     return NULL;
 }
 
@@ -187,7 +189,7 @@ static void *cancel_waiter(void *arg)
     struct cancel_run *r = arg;
     r->lock_ret = pthread_mutex_lock(&r->m);
     /* It got the mutex only once the holder let go. */
-    CHECK(atomic_load(&r->released));
+    CHECK(atomic_load(&r->releasing));
     if (r->lock_ret == 0)
         CHECK_EQ(pthread_mutex_unlock(&r->m), 0);
     return NULL;
