@@ -221,6 +221,9 @@ static void unmap_stack(const weft__stack *s)
     munmap(s->map, s->size);
 }
 
+/* Every mapping map_stack made (weft__stacks_made). */
+static _Atomic uint64_t stacks_made;
+
 static int map_stack(weft__stack *out, size_t size)
 {
     void *map = weft__mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -242,7 +245,13 @@ static int map_stack(weft__stack *out, size_t size)
                                                (char *)map + size - 1);
 #endif
     weft__san_stack_mapped(out);
+    atomic_fetch_add_explicit(&stacks_made, 1, memory_order_relaxed);
     return 0;
+}
+
+uint64_t weft__stacks_made(void)
+{
+    return atomic_load_explicit(&stacks_made, memory_order_relaxed);
 }
 
 static void release_stack(struct weft__cache_node *n)

@@ -144,6 +144,11 @@ void weft__stacks_spill(void);
  * memory freed: untouched pages were never resident). */
 size_t weft__stacks_trim(size_t keep);
 
+/* How many stacks were ever mapped (relaxed, monotonic): the scheduler
+ * compares two reads to learn whether memory was made between them
+ * (sched/pool.c, "Lending"). */
+uint64_t weft__stacks_made(void);
+
 /* For the observers: stacks mapped now (in use or cached) and their bytes,
  * and those free in the shared depot (a per-thread cache's are not
  * counted there). */

@@ -872,11 +872,22 @@ static bool check_stop(weft_pool *p)
  */
 #define TRIM_AFTER_NS ((uint64_t)100 * 1000000u)
 
+/* Stacks and record chunks ever made: two reads that differ tell that
+ * memory was made between them. */
+static uint64_t memory_made(void)
+{
+    return weft__stacks_made() + weft__records_made();
+}
+
 static void give_back_memory(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     w->dirty = false;
     w->trim_at = 0;
+    /* Before the depots are taken: what is made from now on is not
+     * covered by this trim.  Relaxed: a giving back that reads a stale
+     * value wakes this worker once more than needed, nothing worse. */
+    atomic_store_explicit(&w->made_seen, memory_made(), memory_order_relaxed);
     weft__stacks_spill();
     weft__records_spill();
     /* Half the bound each: a kept stack costs a page, a record its size. */
@@ -915,6 +926,40 @@ static void sleep_ends(struct weft__worker *w)
 }
 
 /*
+ * The sleep of park_worker ended at its trim deadline, and nothing else
+ * happened: the worker trims and sleeps again without leaving the idle
+ * list.  Leaving it would wake the monitor (the first worker off the list
+ * does), and the search that follows a park would spin and yield before
+ * parking again: on the 2-core AMD guest, half of an idle second's CPU
+ * (docs/performance.md, "Idle").  Staying on the list loses no wake: a
+ * waker that picks this worker meanwhile takes it off the list and
+ * unparks it, whose permit ends the next park at once, and work queued
+ * without a wake has a searcher, as for the first sleep.  Not in the
+ * poller (its holder must finish it first, below) and not while lent
+ * (the borrower has the worker's records).
+ */
+static bool trim_in_sleep(struct weft__worker *w)
+{
+    weft_pool *p = w->pool;
+    if (w->in_poll || !w->trim_at || weft__now_ns() < w->trim_at ||
+        any_work(p) || pinned_waiting(w) ||
+        atomic_load_explicit(&w->retire, memory_order_acquire))
+        return false;
+    weft__spin_lock(&p->idle_lock);
+    bool quiet = w->idle && !w->lent &&
+                 !atomic_load_explicit(&p->stop, memory_order_acquire);
+    if (quiet) {
+        /* The trim below covers what borrowers freed so far; one that
+         * gives this worker back after new memory was made wakes it (no
+         * trim armed). */
+        w->lent_ran = false;
+        w->trim_armed = false;
+    }
+    weft__spin_unlock(&p->idle_lock);
+    return quiet;
+}
+
+/*
  * Nothing found: go idle and sleep until woken or a timer is due.  Returns
  * false when the pool stops.  On return the worker may be spinning (it was
  * woken as a searcher, or found work on the re-check).
@@ -923,11 +968,17 @@ static bool park_worker(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
 
+    /* A worker that ran tasks gives memory back once it has been idle a
+     * while ("Memory" above): counted from the first park after them, so
+     * that wakes that find nothing (a periodic check, a timer of another
+     * worker) do not put it off for ever. */
+    owe_trim(w);
     weft__spin_lock(&p->idle_lock);
     if (check_stop(p)) {
         weft__spin_unlock(&p->idle_lock);
         return false;
     }
+    w->trim_armed = w->trim_at != 0;
     w->idle = true;
     w->woken = false;
     w->idle_next = p->idle_list;
@@ -951,13 +1002,8 @@ static bool park_worker(struct weft__worker *w)
      * (weft__pool_spare_recall), so one of the two sees the other. */
     bool sleep = !any_work(p) && !pinned_waiting(w) &&
                  !atomic_load_explicit(&w->retire, memory_order_acquire);
-    if (sleep) {
+    while (sleep) {
         uint64_t next = timers_earliest(p);
-        /* A worker that ran tasks gives memory back once it has been idle
-         * a while ("Memory" above): counted from the first park after
-         * them, so that wakes that find nothing (a periodic check, a
-         * timer of another worker) do not put it off for ever. */
-        owe_trim(w);
         if (w->trim_at && w->trim_at < next)
             next = w->trim_at;
         sleep_begins(w);
@@ -966,6 +1012,9 @@ static bool park_worker(struct weft__worker *w)
         else
             weft__parker_park(&w->parker, next == UINT64_MAX ? 0 : next, 0);
         sleep_ends(w);
+        if (!trim_in_sleep(w))
+            break;
+        give_back_memory(w);
     }
 
     weft__spin_lock(&p->idle_lock);
@@ -979,6 +1028,12 @@ static bool park_worker(struct weft__worker *w)
     }
     bool polled = w->in_poll;
     w->in_poll = false;
+    /* A borrower ran tasks here: their memory is this worker's to give
+     * back ("Lending"). */
+    if (w->lent_ran) {
+        w->lent_ran = false;
+        w->dirty = true;
+    }
     if (w->idle) {
         /* Re-check found work, a timer is due, or a wake-all: leave the
          * list ourselves.  Search again if there is work. */
@@ -1043,8 +1098,13 @@ static bool park_worker(struct weft__worker *w)
  * lent_wait set, and the giving back wakes it, counted as a searcher, as
  * wakep would.  The giving back also wakes it when the borrower left it
  * something to do (a spawned task in its deque, a woken one in its slot, a
- * timer on its heap) or the pool is shutting down (its drain check);
- * otherwise it goes back on the idle list, still asleep, as it was.
+ * timer on its heap), the pool is shutting down (its drain check), or
+ * memory (stacks, record chunks) was made since the worker last gave
+ * memory back and its sleep does not end for a trim: what a borrower
+ * made is given back by the worker's own trim ("Memory"), so it wakes to
+ * arm one (a burst run by a borrower wakes it once; round trips that
+ * reuse their stack and record, never).  Otherwise it goes back on the
+ * idle list, still asleep, as it was.
  * No lost wakeup: a lent worker is neither idle nor spinning, like a busy
  * worker, and everything queued on its own queues while lent is looked at
  * by the giving back.
@@ -1083,7 +1143,16 @@ void weft__pool_unlend(struct weft__worker *w)
     weft_pool *p = w->pool;
     weft__spin_lock(&p->idle_lock);
     w->lent = false;
+    /* What the borrower made is given back by this worker's next trim
+     * ("Memory"): if memory was made since its last trim and its sleep
+     * does not end for one already, it is woken to arm one.  A run of
+     * round trips that reuses what it made wakes nobody. */
+    w->lent_ran = true;
     bool wake = w->lent_wait || has_own_work(w) ||
+                (!w->trim_armed &&
+                 memory_made() !=
+                     atomic_load_explicit(&w->made_seen,
+                                          memory_order_relaxed)) ||
                 atomic_load_explicit(&p->shutdown, memory_order_relaxed);
     w->lent_wait = false;
     if (wake) {
@@ -1268,6 +1337,8 @@ static void thread_begin(struct weft__worker *w)
     weft__thread_setup(&weft__tls);
     weft__sched_tls.worker = w;
     weft__records_worker_thread();
+    /* Nothing made before it ran is its to give back ("Lending"). */
+    atomic_store_explicit(&w->made_seen, memory_made(), memory_order_relaxed);
     /* Release: the monitor that reads it sees the block set up. */
     atomic_store_explicit(&w->th, &weft__tls, memory_order_release);
     atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid),

@@ -30,6 +30,7 @@
 #include "base/cache.h"
 #include "base/direct.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,6 +77,8 @@ static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
  * weft__records_per_chunk. */
 static struct record_chunk *chunks;
 static size_t nchunks;
+/* Chunks ever made (weft__records_made): read without chunks_lock. */
+static _Atomic uint64_t chunks_made;
 static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
 const unsigned weft__records_per_chunk = PER_CHUNK;
 
@@ -223,6 +226,7 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         chunks->prev = chunk;
     chunks = chunk;
     nchunks++;
+    atomic_fetch_add_explicit(&chunks_made, 1, memory_order_relaxed);
     pthread_mutex_unlock(&chunks_lock);
     return &chunk->records[0];
 }
@@ -351,7 +355,7 @@ void weft__records_spill(void)
 
 /*
  * What a trim gives back, it gives back in as few system calls as it can,
- * and not at all below TRIM_MIN_BYTES.  Unmapping pages that were touched
+ * and not at all below WEFT__RECORDS_TRIM_MIN (task.h).  Unmapping pages that were touched
  * costs a TLB flush whatever their number, and the flush is what costs:
  * on a paravirtualised guest (the 2-core AMD guest of docs/performance.md)
  * one munmap of touched memory took 300-400 us of CPU, of 64 KiB or of
@@ -360,7 +364,7 @@ void weft__records_spill(void)
  * 0.35.  So adjacent chunks (a slab's) go in one munmap, and a trim that
  * would free less than 1 MiB of records keeps them for the next burst.
  */
-#define TRIM_MIN_BYTES ((size_t)1 << 20)
+#define TRIM_MIN_BYTES WEFT__RECORDS_TRIM_MIN
 
 /* Sorts the doomed list by address (few chunks: an insertion sort), and
  * unmaps each run of adjacent chunks at once; how many chunks went. */
@@ -472,6 +476,11 @@ size_t weft__records_trim(size_t keep)
     size_t freed = unmap_doomed(doomed);
     pthread_mutex_unlock(&trim_lock);
     return freed * CHUNK_BYTES;
+}
+
+uint64_t weft__records_made(void)
+{
+    return atomic_load_explicit(&chunks_made, memory_order_relaxed);
 }
 
 size_t weft__records_bytes(void)

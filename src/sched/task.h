@@ -277,10 +277,18 @@ void weft__records_worker_thread(void);
 /* The calling thread's cached records go to the global depot. */
 void weft__records_spill(void);
 /* Give the chunks whose records are all free back to the system, but for
- * enough to hold `keep` records; returns the bytes given back. */
+ * enough to hold `keep` records; returns the bytes given back.  A trim
+ * that would give back less than WEFT__RECORDS_TRIM_MIN gives back
+ * nothing (records.c: the TLB flush costs the same whatever the size),
+ * so up to that much more than `keep` needs may stay. */
+#define WEFT__RECORDS_TRIM_MIN ((size_t)1 << 20)
 size_t weft__records_trim(size_t keep);
 /* Bytes of records made (in chunks), live and free. */
 size_t weft__records_bytes(void);
+/* How many chunks were ever made (relaxed, monotonic): the scheduler
+ * compares two reads to learn whether memory was made between them
+ * (sched/pool.c, "Lending"). */
+uint64_t weft__records_made(void);
 
 /*
  * The observers' walk (dump.c, stats.c): every task record that exists,

@@ -79,6 +79,15 @@ struct weft__worker {
      * be given its place back.  Both under idle_lock. */
     bool lent;
     bool lent_wait;
+    /* What a borrower made is given back too (pool.c, "Lending"):
+     * lent_ran, a borrower ran tasks on this worker since its own thread
+     * last looked (then it owes a trim, as if it ran them); trim_armed,
+     * its sleep ends for a trim it owes; both under idle_lock.  made_seen:
+     * weft__memory_made() when it last trimmed (or started), written by
+     * its own thread, read by a giving back. */
+    bool lent_ran;
+    bool trim_armed;
+    _Atomic uint64_t made_seen;
     /* Its tasks parked in a hooked call, pinned to its thread (sched/
      * hook.c); only its thread changes it.  A worker with any is not lent:
      * their wakes need its own thread. */
