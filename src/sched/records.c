@@ -355,16 +355,16 @@ void weft__records_spill(void)
 
 /*
  * What a trim gives back, it gives back in as few system calls as it can,
- * and not at all below WEFT__RECORDS_TRIM_MIN (task.h).  Unmapping pages that were touched
- * costs a TLB flush whatever their number, and the flush is what costs:
- * on a paravirtualised guest (the 2-core AMD guest of docs/performance.md)
- * one munmap of touched memory took 300-400 us of CPU, of 64 KiB or of
- * 1 MiB alike, and the trim after a 10,000-task burst, two chunks unmapped
- * one by one, made an idle pool cost 1.4 CPU ms a second against Go's
- * 0.35.  So adjacent chunks (a slab's) go in one munmap, and a trim that
- * would free less than 1 MiB of records keeps them for the next burst.
+ * and not at all below WEFT__RECORDS_TRIM_MIN (task.h).  Unmapping pages
+ * that were touched costs a TLB flush whatever their number, and the
+ * flush is what costs: on a paravirtualised guest (the 2-core AMD guest
+ * of docs/performance.md) one munmap of touched memory took 300-400 us of
+ * CPU, of 64 KiB or of 1 MiB alike, and the trim after a 10,000-task
+ * burst, two chunks unmapped one by one, made an idle pool cost 1.4 CPU
+ * ms a second against Go's 0.35.  So adjacent chunks (a slab's) go in one
+ * munmap, and a trim that would free less than 1 MiB of records keeps
+ * them for the next burst.
  */
-#define TRIM_MIN_BYTES WEFT__RECORDS_TRIM_MIN
 
 /* Sorts the doomed list by address (few chunks: an insertion sort), and
  * unmaps each run of adjacent chunks at once; how many chunks went. */
@@ -398,12 +398,14 @@ size_t weft__records_trim(size_t keep)
 {
     weft__lock(&trim_lock);
     /* Nothing to give back unless the chunks outnumber the kept ones by
-     * TRIM_MIN_BYTES: then the walk below (every free record, a cache
-     * miss each: 0.3-0.5 ms for 10,000 on the AMD guest) is not made. */
+     * WEFT__RECORDS_TRIM_MIN: then the walk below (every free record, a
+     * cache miss each: 0.3-0.5 ms for 10,000 on the AMD guest) is not
+     * made. */
     size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
     weft__lock(&chunks_lock);
     bool worth = nchunks > keep_chunks &&
-                 (nchunks - keep_chunks) * CHUNK_BYTES >= TRIM_MIN_BYTES;
+                 (nchunks - keep_chunks) * CHUNK_BYTES >=
+                     WEFT__RECORDS_TRIM_MIN;
     pthread_mutex_unlock(&chunks_lock);
     if (!worth) {
         pthread_mutex_unlock(&trim_lock);
@@ -436,7 +438,7 @@ size_t weft__records_trim(size_t keep)
     for (struct record_chunk *c = chunks; c; c = c->next)
         free_chunks += c->free_seen == PER_CHUNK;
     if (free_chunks > keep_chunks &&
-        (free_chunks - keep_chunks) * CHUNK_BYTES < TRIM_MIN_BYTES)
+        (free_chunks - keep_chunks) * CHUNK_BYTES < WEFT__RECORDS_TRIM_MIN)
         keep_chunks = free_chunks; /* not worth a flush (above) */
     for (struct record_chunk *c = chunks, *next; c; c = next) {
         next = c->next;

@@ -83,8 +83,8 @@ struct weft__worker {
      * lent_ran, a borrower ran tasks on this worker since its own thread
      * last looked (then it owes a trim, as if it ran them); trim_armed,
      * its sleep ends for a trim it owes; both under idle_lock.  made_seen:
-     * weft__memory_made() when it last trimmed (or started), written by
-     * its own thread, read by a giving back. */
+     * pool.c's memory_made() when it last trimmed (or started), written
+     * by its own thread, read by a giving back. */
     bool lent_ran;
     bool trim_armed;
     _Atomic uint64_t made_seen;
