@@ -934,9 +934,12 @@ static void sleep_ends(struct weft__worker *w)
  * (docs/performance.md, "Idle").  Staying on the list loses no wake: a
  * waker that picks this worker meanwhile takes it off the list and
  * unparks it, whose permit ends the next park at once, and work queued
- * without a wake has a searcher, as for the first sleep.  Not in the
- * poller (its holder must finish it first, below) and not while lent
- * (the borrower has the worker's records).
+ * without a wake has a searcher, as for the first sleep.  The wakes that
+ * leave a worker on the list each leave a sign looked at here: a task
+ * pinned to it (pinned_waiting), a spare's recall (retire), shutdown's
+ * wake-all (shutdown, stop).  Not in the poller (its holder must finish
+ * it first, below) and not while lent (the borrower has the worker's
+ * records).
  */
 static bool trim_in_sleep(struct weft__worker *w)
 {
@@ -945,8 +948,16 @@ static bool trim_in_sleep(struct weft__worker *w)
         any_work(p) || pinned_waiting(w) ||
         atomic_load_explicit(&w->retire, memory_order_acquire))
         return false;
+    /* Not once shutdown began: its wake-all (weft__pool_destroy) unparks
+     * every worker without taking it off the idle list, so that each one
+     * checks drain at its next park (check_stop): a worker that trimmed
+     * and slept again here would skip that check, and with every worker
+     * doing so the destroyer waited for ever (seen: 6 ASan runs of
+     * test_task at once, all four workers asleep here).  Acquire, as the
+     * destroyer's store comes before its unpark. */
     weft__spin_lock(&p->idle_lock);
     bool quiet = w->idle && !w->lent &&
+                 !atomic_load_explicit(&p->shutdown, memory_order_acquire) &&
                  !atomic_load_explicit(&p->stop, memory_order_acquire);
     if (quiet) {
         /* The trim below covers what borrowers freed so far; one that
