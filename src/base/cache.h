@@ -46,6 +46,9 @@ struct weft__cache_node {
 
 struct weft__cache;
 
+/* The most whole batches a depot keeps as such (the rest are loose). */
+#define WEFT__CACHE_CHAINS 64
+
 /* One per thread and kind: a zero-filled __thread variable. */
 struct weft__cache_local {
     struct weft__cache_node *head;
@@ -64,7 +67,13 @@ struct weft__cache {
     void (*release)(struct weft__cache_node *n);
     pthread_mutex_t lock;        /* guards what follows                 */
     struct weft__cache_node *depot;
-    size_t ndepot;
+    size_t ndepot;               /* in `depot` and in `chains`          */
+    /* Whole batches of key 0 of a kind kept forever, as spilled (cache.c,
+     * "Batches"): a refill takes one without walking it. */
+    struct weft__cache_chain {
+        struct weft__cache_node *head, *tail;
+    } chains[WEFT__CACHE_CHAINS];
+    unsigned nchains;
     bool key_made;
     pthread_key_t key;           /* thread exit: spill the local list   */
 };
