@@ -84,9 +84,10 @@ struct weft_pool_stats {
     uint64_t stale_queued;   /* now: run-queue entries whose task has
                                 ended (run inline by an await; dropped when
                                 reached), part of local_queued            */
-    uint64_t records_bytes;  /* process-wide, now: task records' memory
-                                (64 KiB chunks, live and cached; an idle
-                                pool's trim unmaps chunks with no live one) */
+    uint64_t records_bytes;  /* process-wide, now: task records' and
+                                handles' memory (64 KiB chunks, live and
+                                cached; an idle pool's trim unmaps chunks
+                                with no live one)                         */
     /* Stuck workers (weft/pool.h, "Stuck workers"): workers found stuck
      * (one per stall), spares sent to cover one, spare threads started;
      * now: spares covering, spare threads alive (covering or waiting to).

@@ -97,7 +97,7 @@ static int wait_ready(struct weft__fd *rec, int fd, unsigned events,
 {
     if (nowait || (deadline && weft__now_ns() >= deadline))
         return -ETIMEDOUT;
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     if (self && self->pool)
         return weft__fd_park(rec, fd, events, seq, deadline);
     if (weft__cancelled())

@@ -60,27 +60,27 @@
 #define INLINE_SLACK (16u * 1024u)
 
 /* Take the result and drop the handle's reference. */
-static void consume(struct weft_task *t, void **result)
+static void consume(struct weft_task *h, void **result)
 {
     if (result)
-        *result = t->result;
-    weft__task_unref(t, 1);
+        *result = h->result;
+    weft__task_drop_handle(h);
 }
 
 struct await_args {
-    struct weft_task *self;     /* the awaiting task (what the slot holds) */
-    struct weft_task *t;
+    struct weft__task *self;    /* the awaiting task (what the slot holds) */
+    struct weft_task *h;        /* the awaited task's handle               */
     struct weft__wait *w;
-    struct weft_task *holder;   /* whose cancel ends the await (w->holder) */
+    struct weft__task *holder;  /* whose cancel ends the await (w->holder) */
 };
 
-/* Take our claim back from t's waiter slot and decide `outcome`; false if
- * t ended first (or another party took it back). */
-static bool take_back(struct weft__wait *w, struct weft_task *t,
-                      struct weft_task *self, uint32_t outcome)
+/* Take our claim back from h's waiter slot and decide `outcome`; false if
+ * the task ended first (or another party took it back). */
+static bool take_back(struct weft__wait *w, struct weft_task *h,
+                      struct weft__task *self, uint32_t outcome)
 {
     uintptr_t me = (uintptr_t)self;
-    if (!atomic_compare_exchange_strong_explicit(&t->waiter, &me, 0,
+    if (!atomic_compare_exchange_strong_explicit(&h->waiter, &me, 0,
                                                  memory_order_seq_cst,
                                                  memory_order_acquire))
         return false;
@@ -92,12 +92,12 @@ static bool take_back(struct weft__wait *w, struct weft_task *t,
 static bool take_back_if_cancelled(struct await_args *a)
 {
     return atomic_load_explicit(&a->holder->cancelled, memory_order_seq_cst) &&
-           take_back(a->w, a->t, a->self, WEFT__W_CANCELED);
+           take_back(a->w, a->h, a->self, WEFT__W_CANCELED);
 }
 
 /* weft_task_cancel (under the holder's wait_lock) or the timer (under its
  * timers' lock): if the completer's exchange came first it resumes us (and
- * t's result is there to take); else we are woken with `outcome`. */
+ * the result is there to take); else we are woken with `outcome`. */
 static void end_await(struct weft__wait *w, uint32_t outcome)
 {
     if (take_back(w, (struct weft_task *)w->data, w->task, outcome))
@@ -110,7 +110,7 @@ static bool arm_if_timed(struct await_args *a)
 {
     if (!a->w->deadline || weft__wait_arm(a->w))
         return true;
-    return !take_back(a->w, a->t, a->self, WEFT__W_TIMEDOUT);
+    return !take_back(a->w, a->h, a->self, WEFT__W_TIMEDOUT);
 }
 
 static void *await_action(void *arg, void *val)
@@ -119,19 +119,20 @@ static void *await_action(void *arg, void *val)
     struct await_args *a = arg;
     uintptr_t none = 0;
     if (atomic_compare_exchange_strong_explicit(
-            &a->t->waiter, &none, (uintptr_t)a->self, memory_order_seq_cst,
+            &a->h->waiter, &none, (uintptr_t)a->self, memory_order_seq_cst,
             memory_order_acquire) &&
         !take_back_if_cancelled(a) && arm_if_timed(a))
         return weft__task_park(a->self);
     /* It ended while we switched out, or we were cancelled: continue at
      * once (a stray NOTIFIED is answered by running). */
-    atomic_fetch_and_explicit(&a->self->state, ~(uint64_t)WEFT__T_NOTIFIED,
+    atomic_fetch_and_explicit(&a->self->done->state,
+                              ~(uint64_t)WEFT__T_NOTIFIED,
                               memory_order_relaxed);
     return a->self;
 }
 
 /* Enough stack left below the caller for an inline body? */
-static bool stack_room(struct weft_task *self, size_t need)
+static bool stack_room(struct weft__task *self, size_t need)
 {
     char *low = weft__stack_low(&self->co.stack);
     char *here = __builtin_frame_address(0);
@@ -148,26 +149,40 @@ static bool stack_room(struct weft_task *self, size_t need)
  * the handle is consumed, or, with keep, the handle is still the
  * caller's (and the result is in t->result).
  */
-static bool try_inline(struct weft_task *self, struct weft_task *t,
+static bool try_inline(struct weft__task *self, struct weft_task *h,
                        void **result, bool keep)
 {
     struct weft__worker *w = weft__worker_current();
-    if (!w || t->spawned_on != w->pool ||
-        !stack_room(self, weft__task_declared_stack(t, t->spawned_on)))
+    if (!w)
         return false;
-    /* Acquire: pairs with spawn's release of the state (its fields). */
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    /* Acquire: pairs with spawn's release of the state (its fields).
+     * Until the claim below, the run record may go back and be made
+     * another task's (the task ended elsewhere meanwhile): what is read
+     * of it only decides whether to try (spawned_on and stack_size are
+     * atomic, and outside a room's window: records.c), and the claim,
+     * on the handle's state, fails then. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (weft__task_lifecycle(s) != WEFT__T_SCHEDULED ||
         (s & WEFT__T_STARTED))
         return false;
+    struct weft__task *t = h->run;
+    weft_pool *home = atomic_load_explicit(&t->spawned_on,
+                                           memory_order_relaxed);
+    if (home != w->pool ||
+        !stack_room(self, weft__task_declared_stack(t, home)))
+        return false;
     uint64_t running = (s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
                        WEFT__T_STARTED;
+    /* Our deque's bottom is what we pushed last: if it is t's record, it
+     * is the entry our spawn of it pushed (only we push there, and a
+     * record given back and made again meanwhile would be someone else's
+     * push). */
     if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
         /* Ours alone: no other entry, no waiter, no wake can exist. */
-        atomic_store_explicit(&t->state, running - WEFT__T_REF,
+        atomic_store_explicit(&h->state, running - WEFT__T_REF,
                               memory_order_relaxed);
     } else if (!atomic_compare_exchange_strong_explicit(
-                   &t->state, &s, running, memory_order_acquire,
+                   &h->state, &s, running, memory_order_acquire,
                    memory_order_relaxed)) {
         return false; /* a worker took it first */
     }
@@ -176,24 +191,25 @@ static bool try_inline(struct weft_task *self, struct weft_task *t,
      * runs its children as calls is not stuck in one task. */
     weft__worker_note(w);
     /* While t's body runs here, t is the calling task (to weft_await). */
-    struct weft_task *outer = self->inlined;
+    struct weft__task *outer = self->inlined;
     self->inlined = t;
     void *r = t->co.fn(t->arg);
     self->inlined = outer;
-    t->result = r;
+    h->result = r;
     if (result && !keep)
         *result = r;
     /* Nobody else can be waiting: we hold the handle. */
-    atomic_store_explicit(&t->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
+    atomic_store_explicit(&h->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
     /* COMPLETE; the task's life reference and the handle's (consumed
      * here, unless the caller keeps it: weft_await_all) go in one RMW.
      * acq_rel: if no entry is left (the pop above), this drops the last
      * reference, after every other owner's writes. */
-    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED,
-                                keep ? -1 : -2, memory_order_acq_rel);
-    if (weft__task_refs(n) == 0)
-        weft__record_free(t);
+    uint64_t n = weft__task_set(
+        t, WEFT__T_COMPLETE,
+        WEFT__T_NOTIFIED | (keep ? 0 : (uint64_t)WEFT__T_HANDLE),
+        keep ? -1 : -2, memory_order_acq_rel);
+    weft__task_settle(t, n);
     return true;
 }
 
@@ -221,10 +237,13 @@ static bool try_inline(struct weft_task *self, struct weft_task *t,
  * chunk is unmapped only once all its records have sat in the depot
  * through an idle trim).  What is read only decides what to try;
  * drop_bottom and pop decide what is ours. */
-static bool is_complete(struct weft_task *t)
+static bool is_complete(struct weft__task *t)
 {
-    return t && weft__task_lifecycle(atomic_load_explicit(
-                    &t->state, memory_order_acquire)) == WEFT__T_COMPLETE;
+    if (!t)
+        return false;
+    struct weft_task *h = weft__task_done_racy(t);
+    return weft__task_lifecycle(atomic_load_explicit(
+               &h->state, memory_order_acquire)) == WEFT__T_COMPLETE;
 }
 
 static void retire_stale(void)
@@ -235,7 +254,7 @@ static void retire_stale(void)
     for (;;) {
         /* The run of COMPLETE entries at the bottom, taken with one
          * StoreLoad (runq.h, drop_bottom) rather than one per pop. */
-        struct weft_task *stale[STALE_BATCH];
+        struct weft__task *stale[STALE_BATCH];
         uint32_t k = 0;
         while (k < STALE_BATCH &&
                is_complete(stale[k] = weft__runq_peek_below(&w->q, k)))
@@ -248,7 +267,7 @@ static void retire_stale(void)
                 (void)weft__task_claim_queued(stale[i]);
             continue;
         }
-        struct weft_task *t = weft__runq_pop(&w->q);
+        struct weft__task *t = weft__runq_pop(&w->q);
         if (!t)
             return; /* a thief took the last one */
         (void)weft__task_claim_queued(t);
@@ -276,7 +295,7 @@ static void *lazy_park_action(void *arg, void *val)
  * UBSan build of await_until with it inlined tested the address of the
  * stack cache's thread-local list for NULL with a `je` after an `lea`
  * (which sets no flags), and so reported a null pointer that was not. */
-static __attribute__((noinline)) void unprepare(struct weft_task *t)
+static __attribute__((noinline)) void unprepare(struct weft__task *t)
 {
     weft__stack_free(&t->co.stack);
     t->co.flags &= ~(uint32_t)WEFT__CORO_CANARY;
@@ -290,15 +309,16 @@ static __attribute__((noinline)) void unprepare(struct weft_task *t)
  * or -ENOMEM, with t untouched (not started), if it could get no stack or
  * a timed await could not arm its timer.
  */
-static int start_lazy(struct weft_task *self, struct weft_task *t,
+static int start_lazy(struct weft__task *self, struct weft__task *t,
                       struct weft__wait *w)
 {
+    struct weft_task *h = t->done;
     int err = weft__task_prepare(t, self->pool);
     if (err)
         return err;
     /* seq_cst, an exchange (base/storeload.h): see the top (await versus
      * cancel). */
-    weft__storeload_store(&t->waiter, (uintptr_t)self);
+    weft__storeload_store(&h->waiter, (uintptr_t)self);
     /* The timer before t starts (here, not in the post-switch action: a
      * timer that cannot be armed must leave t unstarted), and only now
      * that we are in the slot, where its end_await finds us (see the
@@ -306,29 +326,28 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
     if (w->deadline && !weft__wait_arm(w)) {
         uintptr_t me = (uintptr_t)self;
         if (!atomic_compare_exchange_strong_explicit(
-                &t->waiter, &me, 0, memory_order_seq_cst,
+                &h->waiter, &me, 0, memory_order_seq_cst,
                 memory_order_acquire))
             /* A cancel took us back and woke us while we run: answer
              * its NOTIFIED by running on. */
-            atomic_fetch_and_explicit(&self->state,
+            atomic_fetch_and_explicit(&self->done->state,
                                       ~(uint64_t)WEFT__T_NOTIFIED,
                                       memory_order_relaxed);
         unprepare(t);
         return -ENOMEM;
     }
-    t->lazy = false;
     t->pool = self->pool;
     t->driver = self->driver;
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
     /* Nobody else knows t yet (we hold the handle): a plain store. */
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-    atomic_store_explicit(&t->state,
-                          (s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    atomic_store_explicit(&h->state,
+                          (s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
                               WEFT__T_RUNNING | WEFT__T_STARTED,
                           memory_order_relaxed);
     /* We park on t's stack, after our save; t ends by resuming us. */
-    struct await_args a = {self, t, w, w->holder};
+    struct await_args a = {self, h, w, w->holder};
     weft__task_switch_to(&t->co, lazy_park_action, &a);
     return 0;
 }
@@ -340,66 +359,71 @@ static int start_lazy(struct weft_task *self, struct weft_task *t,
  * (its result in t->result, for consume).  Else the wait's error, t not
  * consumed.
  */
-static int await_until(weft_task *t, void **result, uint64_t deadline,
+static int await_until(weft_task *h, void **result, uint64_t deadline,
                        bool nowait, bool keep)
 {
-    if (!t)
+    if (!h)
         return -EINVAL;
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     if (!self)
         return -EPERM;
     /* The calling task is the body running inline on self's stack, if any;
      * self, awaited by it, would be a cycle as well. */
-    if (t == self || t == self->inlined)
+    if (h == self->done || (self->inlined && h == self->inlined->done))
         return -EINVAL;
 
-    if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+    if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
-        /* A cancelled task starts no wait, and running t's body here
-         * could be one (its waits are t's, not ours, to cancel). */
+        /* A cancelled task starts no wait, and running its body here
+         * could be one (its waits are its own, not ours, to cancel). */
         if (atomic_load_explicit(&weft__task_body(self)->cancelled,
                                  memory_order_relaxed))
             return -ECANCELED;
+        /* LAZY is the handle holder's flag: ours. */
+        bool lazy = atomic_load_explicit(&h->state, memory_order_relaxed) &
+                    WEFT__T_LAZY;
         /* Not for a timed await: nothing could end an inline body at the
          * deadline. */
-        if (!t->lazy && !deadline && try_inline(self, t, result, keep)) {
+        if (!lazy && !deadline && try_inline(self, h, result, keep)) {
             retire_stale();
             return 0;
         }
         if (nowait)
             return -ETIMEDOUT;
-        /* A blocking point: cancellable from here on. */
+        /* A blocking point: cancellable from here on.  The wait names the
+         * handle, which lives as long as we hold it (wait.c's description
+         * reads its id). */
         struct weft__wait w;
-        if (weft__wait_init_hook(&w, deadline, end_await, (uintptr_t)t,
-                                 &weft__wait_await, t))
+        if (weft__wait_init_hook(&w, deadline, end_await, (uintptr_t)h,
+                                 &weft__wait_await, h))
             return -ECANCELED;
         weft__wait_parking(&w);
-        if (t->lazy) {
-            int err = start_lazy(self, t, &w);
+        if (lazy) {
+            int err = start_lazy(self, h->run, &w);
             if (err) {
                 weft__wait_leave(&w);
                 return err;
             }
         } else {
-            struct await_args a = {self, t, &w, w.holder};
+            struct await_args a = {self, h, &w, w.holder};
             weft__task_suspend(await_action, &a);
         }
-        /* Resumed for another reason than t's end?  Wait on. */
-        while (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+        /* Resumed for another reason than the task's end?  Wait on. */
+        while (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
                    WEFT__WAITER_DONE &&
                atomic_load_explicit(&w.outcome, memory_order_acquire) ==
                    WEFT__W_PENDING)
             weft__task_block(weft__task_current());
         weft__wait_disarm(&w); /* the timer's end_await is over */
         weft__wait_leave(&w);  /* a cancel's end_await is over */
-        if (atomic_load_explicit(&t->waiter, memory_order_acquire) !=
+        if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
             WEFT__WAITER_DONE)
-            /* t not consumed: await it again later */
+            /* not consumed: await it again later */
             return weft__wait_error(&w, atomic_load_explicit(
                                             &w.outcome, memory_order_acquire));
     }
     if (!keep)
-        consume(t, result);
+        consume(h, result);
     return 0;
 }
 
@@ -435,13 +459,14 @@ WEFT_EXPORT int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns)
 static int await_all_until(weft_task **ts, size_t n, void **results,
                            uint64_t deadline, bool nowait)
 {
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     if (!self)
         return -EPERM;
     if (!ts && n)
         return -EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!ts[i] || ts[i] == self || ts[i] == self->inlined)
+        if (!ts[i] || ts[i] == self->done ||
+            (self->inlined && ts[i] == self->inlined->done))
             return -EINVAL;
     for (size_t i = 0; i < n; i++) {
         int err = await_until(ts[i], NULL, deadline, nowait, true);

@@ -23,7 +23,7 @@
 #include "sched/task.h"
 #include "sched/worker.h"
 
-void weft__driver_submit(struct weft__driver *d, struct weft_task *t)
+void weft__driver_submit(struct weft__driver *d, struct weft__task *t)
 {
     atomic_fetch_add_explicit(&d->wakers, 1, memory_order_seq_cst);
     weft__spin_lock(&d->lock);
@@ -46,7 +46,7 @@ void weft__driver_finish(struct weft__driver *d)
 /* Run t (and what it hands control to) here until it switches back to
  * this thread's scheduler; a worker's place it took on the way (a move to
  * a pool, pool.c "Lending") goes back then. */
-static void run_here(struct weft_task *t)
+static void run_here(struct weft__task *t)
 {
     weft__task_run(t);
     struct weft__sched_thread *st = weft__sched_fresh();
@@ -57,10 +57,10 @@ static void run_here(struct weft_task *t)
     }
 }
 
-static struct weft_task *driver_pop(struct weft__driver *d)
+static struct weft__task *driver_pop(struct weft__driver *d)
 {
     weft__spin_lock(&d->lock);
-    struct weft_task *t = d->queue_head;
+    struct weft__task *t = d->queue_head;
     if (t) {
         d->queue_head = t->link;
         if (!d->queue_head)
@@ -71,35 +71,43 @@ static struct weft_task *driver_pop(struct weft__driver *d)
 }
 
 /* Take the result and drop the handle's reference. */
-static void consume(struct weft_task *t, void **result)
+static void consume(struct weft_task *h, void **result)
 {
     if (result)
-        *result = t->result;
-    weft__task_unref(t, 1);
+        *result = h->result;
+    weft__task_drop_handle(h);
 }
 
 /* Wait until t ends; with keep, t's handle stays the caller's
  * (weft_task_join), else it is consumed and its result is in *result. */
-static int sync_wait(weft_task *t, void **result, bool keep)
+static int sync_wait(weft_task *h, void **result, bool keep)
 {
-    if (!t)
+    if (!h)
         return -EINVAL;
+    /* LAZY is the handle holder's flag: ours.  A lazy task has its run
+     * record (it has not run). */
+    bool lazy = atomic_load_explicit(&h->state, memory_order_relaxed) &
+                WEFT__T_LAZY;
+    struct weft__task *t = h->run;
     struct weft__thread *th = weft__tls_fresh();
     struct weft__sched_thread *st = weft__sched_fresh();
     if (st->worker || !(th->current->flags & WEFT__CORO_ROOT) || st->driver)
         return -EDEADLK;
-    if (t->lazy) {
+    if (lazy) {
         /* Its stack first, the one step that can fail.  With no size of
          * its own, the task gets room for the pools it may hop onto
          * (weft/task.h, "Stacks"), where the system grants that much. */
         int err;
-        if (t->stack_size) {
+        if (atomic_load_explicit(&t->stack_size, memory_order_relaxed)) {
             err = weft__task_prepare(t, NULL);
         } else {
-            t->stack_size = (uint32_t)WEFT_STACK_NO_POOL;
+            atomic_store_explicit(&t->stack_size,
+                                  (uint32_t)WEFT_STACK_NO_POOL,
+                                  memory_order_relaxed);
             err = weft__task_prepare(t, NULL);
             if (err) {
-                t->stack_size = 0;
+                atomic_store_explicit(&t->stack_size, 0,
+                                      memory_order_relaxed);
                 err = weft__task_prepare(t, NULL);
             }
         }
@@ -118,30 +126,30 @@ static int sync_wait(weft_task *t, void **result, bool keep)
     weft__timers_init(&d.timers);
     st->driver = &d;
 
-    if (t->lazy) {
+    if (lazy) {
         /* Lazy: it runs here until it first suspends, and here again
          * whenever it is woken while it belongs to no pool. */
-        t->lazy = false;
         t->driver = &d;
-        atomic_store_explicit(&t->waiter,
+        atomic_store_explicit(&h->waiter,
                               (uintptr_t)&d | WEFT__WAITER_THREAD,
                               memory_order_relaxed);
-        uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-        atomic_store_explicit(&t->state,
-                              (s & ~(uint64_t)WEFT__T_LIFECYCLE) |
+        uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+        atomic_store_explicit(&h->state,
+                              (s & ~(uint64_t)(WEFT__T_LIFECYCLE |
+                                               WEFT__T_LAZY)) |
                                   WEFT__T_RUNNING | WEFT__T_STARTED,
                               memory_order_relaxed);
         run_here(t);
     } else {
         uintptr_t none = 0;
         if (!atomic_compare_exchange_strong_explicit(
-                &t->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
+                &h->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
                 memory_order_acq_rel, memory_order_acquire))
             atomic_store_explicit(&d.done, 1, memory_order_relaxed);
     }
 
     while (!atomic_load_explicit(&d.done, memory_order_acquire)) {
-        struct weft_task *n = driver_pop(&d);
+        struct weft__task *n = driver_pop(&d);
         if (n) {
             if (weft__task_claim_queued(n))
                 run_here(n);
@@ -161,7 +169,7 @@ static int sync_wait(weft_task *t, void **result, bool keep)
     weft__timers_fini(&d.timers);
     weft__parker_fini(&d.parker);
     if (!keep)
-        consume(t, result);
+        consume(h, result);
     return 0;
 }
 
@@ -170,7 +178,7 @@ WEFT_EXPORT int weft_sync_wait(weft_task *t, void **result)
     return sync_wait(t, result, false);
 }
 
-int weft__sync_wait_keep(struct weft_task *t)
+int weft__sync_wait_keep(struct weft_task *h)
 {
-    return sync_wait(t, NULL, true);
+    return sync_wait(h, NULL, true);
 }

@@ -21,8 +21,8 @@
 struct weft__driver {
     struct weft__parker parker;
     weft__spinlock lock;              /* guards the queue                 */
-    struct weft_task *queue_head;     /* woken tasks to run (FIFO), linked */
-    struct weft_task **queue_tail;    /* through weft_task.link           */
+    struct weft__task *queue_head;     /* woken tasks to run (FIFO), linked */
+    struct weft__task **queue_tail;    /* through weft_task.link           */
     _Atomic uint32_t done;            /* the target ended                 */
     _Atomic uint32_t wakers;          /* wakes in flight (driver.c)       */
     struct weft__timers timers;       /* timed waits of its tasks         */
@@ -30,7 +30,7 @@ struct weft__driver {
 
 /* Queue t (SCHEDULED, holding its entry's reference) on d and wake d's
  * thread.  Any thread. */
-void weft__driver_submit(struct weft__driver *d, struct weft_task *t);
+void weft__driver_submit(struct weft__driver *d, struct weft__task *t);
 
 /* d's target ended: wake d's thread for good.  Any thread. */
 void weft__driver_finish(struct weft__driver *d);

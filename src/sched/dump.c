@@ -74,11 +74,11 @@ WEFT_RACY_READS uint64_t weft__observe_task_id(const void *p)
     for (const struct weft__record_chunk *c = weft__records_first(); c;
          c = weft__records_next(c)) {
         unsigned n;
-        struct weft_task *r = weft__records_of(c, &n);
+        struct weft__task *r = weft__records_of(c, &n);
         uintptr_t lo = (uintptr_t)r, hi = (uintptr_t)(r + n);
         if (a >= lo && a < hi && (a - lo) % sizeof *r == 0)
             return weft__task_record_live(p)
-                       ? atomic_load_explicit(&((struct weft_task *)p)->co.id,
+                       ? atomic_load_explicit(&((struct weft__task *)p)->co.id,
                                               memory_order_relaxed)
                        : 0;
     }
@@ -95,7 +95,7 @@ static void copy_name(char *dst, const char *src)
     dst[i] = '\0';
 }
 
-WEFT_RACY_READS bool weft__snap_take(struct weft_task *t,
+WEFT_RACY_READS bool weft__snap_take(struct weft__task *t,
                                      const weft_pool *pool,
                                      struct weft__snap *s, bool frames)
 {
@@ -106,7 +106,8 @@ WEFT_RACY_READS bool weft__snap_take(struct weft_task *t,
     /* Again under the lock: the record may have been freed and made
      * again since (then this is the new task, which is as good). */
     s->id = atomic_load_explicit(&t->co.id, memory_order_relaxed);
-    uint64_t st = atomic_load_explicit(&t->state, memory_order_acquire);
+    uint64_t st = atomic_load_explicit(&weft__task_done_racy(t)->state,
+                                       memory_order_acquire);
     s->lifecycle = (unsigned)weft__task_lifecycle(st);
     s->started = t->started;
     if (!weft__task_record_live(t) || t->pool != pool ||
@@ -129,7 +130,7 @@ WEFT_RACY_READS bool weft__snap_take(struct weft_task *t,
         if (frames && w->kind && w->kind->describe)
             w->kind->describe(w, s->about, sizeof s->about);
         /* The stack the wait is on: t's, or its host's (an inline body). */
-        struct weft_task *host = w->task;
+        struct weft__task *host = w->task;
         if (host != t)
             s->host_id = atomic_load_explicit(&host->co.id,
                                               memory_order_relaxed);
@@ -139,7 +140,8 @@ WEFT_RACY_READS bool weft__snap_take(struct weft_task *t,
         s->sp = (uintptr_t)host->co.sp;
         s->ran_on = host->ran_on;
         bool parked = weft__task_lifecycle(atomic_load_explicit(
-                          &host->state, memory_order_acquire)) == WEFT__T_IDLE;
+                          &weft__task_done_racy(host)->state,
+                          memory_order_acquire)) == WEFT__T_IDLE;
         if (frames && parked && s->sp >= low && s->sp < s->stack_top)
             s->npcs = weft__ctx_backtrace((const void *)s->sp, low,
                                           s->stack_top, s->pcs,
@@ -203,7 +205,7 @@ struct dump {
 /* A running task: the worker that runs it (a spare too), or NULL (it is
  * switching, or its body runs inline on another task). */
 static struct weft__worker *running_on(const weft_pool *pool,
-                                       const struct weft_task *t)
+                                       const struct weft__task *t)
 {
     unsigned n = weft__pool_slots((weft_pool *)pool);
     for (unsigned i = 0; i < n; i++) {
@@ -240,7 +242,7 @@ static void put_worker(char *buf, size_t n, const weft_pool *pool,
  * process_vm_readv, or from the thread itself).
  */
 WEFT_RACY_READS static void print_running(struct dump *d,
-                                          struct weft_task *t,
+                                          struct weft__task *t,
                                           struct weft__worker *w)
 {
     pid_t tid = atomic_load_explicit(&w->tid, memory_order_relaxed);
@@ -283,7 +285,7 @@ WEFT_RACY_READS static void print_running(struct dump *d,
 }
 
 static void print_snap(struct dump *d, const struct weft__snap *s,
-                       struct weft_task *t)
+                       struct weft__task *t)
 {
     char state[96], when[32];
     struct weft__worker *on = NULL;
@@ -369,7 +371,7 @@ static void print_snap(struct dump *d, const struct weft__snap *s,
 
 struct found {
     uint64_t id;
-    struct weft_task *t;
+    struct weft__task *t;
 };
 
 static int by_id(const void *a, const void *b)
@@ -388,7 +390,7 @@ WEFT_RACY_READS static struct found *find_tasks(const weft_pool *pool,
     for (const struct weft__record_chunk *c = weft__records_first(); c;
          c = weft__records_next(c)) {
         unsigned nr;
-        struct weft_task *r = weft__records_of(c, &nr);
+        struct weft__task *r = weft__records_of(c, &nr);
         for (unsigned i = 0; i < nr; i++) {
             if (!weft__task_record_live(&r[i]) || r[i].pool != pool)
                 continue;

@@ -61,7 +61,7 @@ WEFT_EXPORT void weft__hook_pin(void)
 
 WEFT_EXPORT void weft__hook_unpin(void)
 {
-    struct weft_task *t = weft__task_current();
+    struct weft__task *t = weft__task_current();
     t->pin->pins--; /* on the pinned thread, so its own count */
     t->pin = NULL;
 }

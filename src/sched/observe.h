@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 struct weft__wait;
-struct weft_task;
+struct weft__task;
 
 /* ------------------------------------------------------- wait kinds */
 
@@ -141,8 +141,8 @@ void weft__trace(unsigned type, uint64_t id, uint64_t arg);
 /* Record id's name. */
 void weft__trace_name(uint64_t id, const char *name);
 /* A wake of t: record it and leave its flow id in t, for t's next RUN. */
-void weft__trace_wake(struct weft_task *t);
+void weft__trace_wake(struct weft__task *t);
 /* t starts running on this thread (takes the flow a wake left). */
-void weft__trace_run(struct weft_task *t);
+void weft__trace_run(struct weft__task *t);
 
 #endif /* WEFT_SCHED_OBSERVE_H */

@@ -157,7 +157,7 @@ static bool drained(weft_pool *p)
 
 /* --------------------------------------------------------- queues, waking */
 
-static void inject(weft_pool *p, struct weft_task *t)
+static void inject(weft_pool *p, struct weft__task *t)
 {
     cds_wfcq_node_init(&t->qnode);
     /* An atomic exchange inside: the submitter's barrier (see the top). */
@@ -185,7 +185,7 @@ static bool inject_empty(weft_pool *p)
  * dequeue needs mutual exclusion between dequeuers; with `wait` false a
  * worker that finds another one dequeuing leaves it to that one.
  */
-static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max,
+static unsigned inject_take(weft_pool *p, struct weft__task **out, unsigned max,
                             bool wait)
 {
     unsigned n = 0;
@@ -200,7 +200,7 @@ static unsigned inject_take(weft_pool *p, struct weft_task **out, unsigned max,
             __cds_wfcq_dequeue_blocking(&p->inject_head, &p->inject_tail);
         if (!node)
             break;
-        out[n++] = caa_container_of(node, struct weft_task, qnode);
+        out[n++] = caa_container_of(node, struct weft__task, qnode);
     }
     weft__spin_unlock(&p->inject_lock);
     return n;
@@ -392,7 +392,7 @@ static void wake_if_needed(weft_pool *p)
  * one, a steal's CAS on top and an enqueue on the shared tail per task
  * were 5-30% of a million-task spawn-join's samples, run to run. */
 static __attribute__((noinline, cold)) void overflow(struct weft__worker *w,
-                                                  struct weft_task *t)
+                                                  struct weft__task *t)
 {
     struct __cds_wfcq_head head;
     struct cds_wfcq_tail tail;
@@ -400,7 +400,7 @@ static __attribute__((noinline, cold)) void overflow(struct weft__worker *w,
     uint32_t from;
     uint32_t n = weft__runq_take_oldest(&w->q, WEFT__RUNQ_SIZE / 2, &from);
     for (uint32_t i = 0; i < n; i++) {
-        struct weft_task *old = weft__runq_at(&w->q, from + i);
+        struct weft__task *old = weft__runq_at(&w->q, from + i);
         cds_wfcq_node_init(&old->qnode);
         cds_wfcq_enqueue(&head, &tail, &old->qnode);
     }
@@ -413,7 +413,7 @@ static __attribute__((noinline, cold)) void overflow(struct weft__worker *w,
 
 /* Owner: push t on the local deque, spilling to the global queue. */
 static inline __attribute__((always_inline)) void
-push_local(struct weft__worker *w, struct weft_task *t)
+push_local(struct weft__worker *w, struct weft__task *t)
 {
     if (!weft__runq_push(&w->q, t))
         overflow(w, t);
@@ -421,7 +421,7 @@ push_local(struct weft__worker *w, struct weft_task *t)
 
 /* Queue t from a thread that is not one of p's workers (see
  * outside_submitters). */
-static void submit_outside(weft_pool *p, struct weft_task *t)
+static void submit_outside(weft_pool *p, struct weft__task *t)
 {
     atomic_fetch_add_explicit(&p->outside_submitters, 1, memory_order_seq_cst);
     inject(p, t);
@@ -430,7 +430,7 @@ static void submit_outside(weft_pool *p, struct weft_task *t)
     atomic_fetch_sub_explicit(&p->outside_submitters, 1, memory_order_release);
 }
 
-void weft__pool_submit(weft_pool *p, struct weft_task *t)
+void weft__pool_submit(weft_pool *p, struct weft__task *t)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || w->pool != p) {
@@ -447,14 +447,14 @@ void weft__pool_submit(weft_pool *p, struct weft_task *t)
  * within a microsecond, while waking a sleeping worker costs tens); a task
  * it displaces goes to the deque and is announced like any push.
  */
-void weft__pool_submit_woken(weft_pool *p, struct weft_task *t)
+void weft__pool_submit_woken(weft_pool *p, struct weft__task *t)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || w->pool != p) {
         submit_outside(p, t);
         return;
     }
-    struct weft_task *old =
+    struct weft__task *old =
         atomic_exchange_explicit(&w->lifo, t, memory_order_acq_rel);
     if (old) {
         push_local(w, old);
@@ -489,7 +489,7 @@ static bool pinned_waiting(struct weft__worker *w)
            &w->pinned_head.node;
 }
 
-static struct weft_task *take_pinned(struct weft__worker *w)
+static struct weft__task *take_pinned(struct weft__worker *w)
 {
     while (pinned_waiting(w)) {
         /* Single consumer: liburcu's dequeue needs no lock then. */
@@ -497,14 +497,14 @@ static struct weft_task *take_pinned(struct weft__worker *w)
             __cds_wfcq_dequeue_blocking(&w->pinned_head, &w->pinned_tail);
         if (!node)
             return NULL;
-        struct weft_task *t = caa_container_of(node, struct weft_task, qnode);
+        struct weft__task *t = caa_container_of(node, struct weft__task, qnode);
         if (weft__task_claim_queued(t))
             return t;
     }
     return NULL;
 }
 
-void weft__pool_submit_pinned(struct weft__worker *w, struct weft_task *t)
+void weft__pool_submit_pinned(struct weft__worker *w, struct weft__task *t)
 {
     weft_pool *p = w->pool;
     struct weft__worker *self = weft__worker_current();
@@ -531,7 +531,7 @@ void weft__pool_submit_pinned(struct weft__worker *w, struct weft_task *t)
                                   memory_order_release);
 }
 
-void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
+void weft__pool_submit_fifo(weft_pool *p, struct weft__task *t)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w || w->pool != p) {
@@ -552,7 +552,7 @@ void weft__pool_submit_fifo(weft_pool *p, struct weft_task *t)
  * (locked) global queue: with 1,000 tasks yielding on one worker, a
  * bounded ring sent three yields in four through the global queue.
  */
-void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
+void weft__pool_submit_yield(struct weft__worker *w, struct weft__task *t)
 {
     weft_pool *p = w->pool;
     if (atomic_load_explicit(&p->nidle, memory_order_relaxed) > 0) {
@@ -563,10 +563,10 @@ void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t)
     weft__yielded_append(&w->yielded, t, t);
 }
 
-static inline __attribute__((always_inline)) struct weft_task *
+static inline __attribute__((always_inline)) struct weft__task *
 pop_yielded(struct weft__worker *w)
 {
-    struct weft_task *t;
+    struct weft__task *t;
     if (weft__yielded_looks_empty(&w->yielded))
         return NULL;
     while ((t = weft__yielded_pop(&w->yielded)))
@@ -575,7 +575,7 @@ pop_yielded(struct weft__worker *w)
     return NULL;
 }
 
-struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
+struct weft__task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
 {
     weft_pool *p = w->pool;
     *alone = false;
@@ -595,7 +595,7 @@ struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone)
     /* One pop, no loop: an entry of this FIFO is never stale (a yielded
      * task is claimed only through its entry), and if one were, the
      * scheduler loop would drop it. */
-    struct weft_task *t = weft__yielded_pop(&w->yielded);
+    struct weft__task *t = weft__yielded_pop(&w->yielded);
     *alone = !t;
     return t && weft__task_claim_queued(t) ? t : NULL;
 }
@@ -613,9 +613,9 @@ static void wake_all(weft_pool *p)
 
 /* ------------------------------------------------------------ the search */
 
-static struct weft_task *pop_local(struct weft__worker *w)
+static struct weft__task *pop_local(struct weft__worker *w)
 {
-    struct weft_task *t;
+    struct weft__task *t;
     /* Only we push, so a deque that looks empty to us is empty (thieves
      * only take): skip pop's locked store then. */
     if (!weft__runq_len(&w->q))
@@ -632,9 +632,9 @@ static struct weft_task *pop_local(struct weft__worker *w)
  * the global queue, so yielding tasks must come out of it in FIFO order
  * for round-robin to hold.
  */
-static struct weft_task *take_global(struct weft__worker *w)
+static struct weft__task *take_global(struct weft__worker *w)
 {
-    struct weft_task *t;
+    struct weft__task *t;
     while (inject_take(w->pool, &t, 1, false))
         if (weft__task_claim_queued(t))
             return t;
@@ -655,13 +655,13 @@ static uint32_t next_rand(struct weft__worker *w)
 /* Take one task from v's top, and move up to half of the rest of v's
  * queue to ours (we are idle, so ours is empty): one steal then serves
  * several tasks. */
-static struct weft_task *steal_from(struct weft__worker *w,
+static struct weft__task *steal_from(struct weft__worker *w,
                                     struct weft__worker *v)
 {
-    struct weft_task *run = NULL;
+    struct weft__task *run = NULL;
     uint32_t n = (weft__runq_len(&v->q) + 1) / 2;
     for (uint32_t i = 0; i < n; i++) {
-        struct weft_task *t = weft__runq_steal(&v->q);
+        struct weft__task *t = weft__runq_steal(&v->q);
         if (!t)
             break;
         if (!run) {
@@ -676,7 +676,7 @@ static struct weft_task *steal_from(struct weft__worker *w,
 
 /* For the observers: w took t from v's queues. */
 static void stolen(struct weft__worker *w, struct weft__worker *v,
-                   struct weft_task *t)
+                   struct weft__task *t)
 {
     w->stats.steals++;
     if (weft__trace_on())
@@ -686,11 +686,11 @@ static void stolen(struct weft__worker *w, struct weft__worker *v,
 }
 
 /* v's LIFO slot's task, claimed, or NULL. */
-static struct weft_task *steal_lifo(struct weft__worker *v)
+static struct weft__task *steal_lifo(struct weft__worker *v)
 {
     if (!atomic_load_explicit(&v->lifo, memory_order_relaxed))
         return NULL;
-    struct weft_task *t =
+    struct weft__task *t =
         atomic_exchange_explicit(&v->lifo, NULL, memory_order_acq_rel);
     return t && weft__task_claim_queued(t) ? t : NULL;
 }
@@ -703,18 +703,18 @@ static struct weft_task *steal_lifo(struct weft__worker *v)
  * slot in the last round (v has had a few rounds of our search to run it
  * itself).
  */
-static struct weft_task *steal_one(struct weft__worker *w,
+static struct weft__task *steal_one(struct weft__worker *w,
                                    struct weft__worker *v, bool last_round)
 {
     bool stuck = atomic_load_explicit(&v->stuck, memory_order_relaxed);
-    struct weft_task *t = stuck ? steal_lifo(v) : NULL;
+    struct weft__task *t = stuck ? steal_lifo(v) : NULL;
     if (!t)
         t = steal_from(w, v);
     if (!t)
         t = pop_local(w); /* what we moved, if the first was stale */
     if (!t && last_round && !stuck)
         t = steal_lifo(v);
-    struct weft_task *first, *last;
+    struct weft__task *first, *last;
     if (!t && stuck && weft__yielded_seize(&v->yielded, &first, &last)) {
         weft__yielded_append(&w->yielded, first, last);
         t = pop_yielded(w);
@@ -722,7 +722,7 @@ static struct weft_task *steal_one(struct weft__worker *w,
     return t;
 }
 
-static struct weft_task *steal_work(struct weft__worker *w)
+static struct weft__task *steal_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     unsigned n = weft__pool_slots(p);
@@ -730,7 +730,7 @@ static struct weft_task *steal_work(struct weft__worker *w)
     struct weft__worker *covered =
         atomic_load_explicit(&w->covers, memory_order_relaxed);
     for (int round = 0; round < STEAL_ROUNDS; round++) {
-        struct weft_task *t;
+        struct weft__task *t;
         if (covered && (t = steal_one(w, covered, round == STEAL_ROUNDS - 1))) {
             stolen(w, covered, t);
             return t;
@@ -894,7 +894,7 @@ static void give_back_memory(struct weft__worker *w)
     size_t half = p->cache_bytes / 2;
     size_t page = weft__stack_guard();
     weft__stacks_trim(half / page);
-    weft__records_trim(half / sizeof(struct weft_task));
+    weft__records_trim(half / sizeof(struct weft__task));
 }
 
 /* A worker that ran tasks since it last parked owes a trim TRIM_AFTER_NS
@@ -1238,13 +1238,13 @@ static unsigned poll_now(weft_pool *p)
 
 static void spare_leave(struct weft__worker *w);
 
-static inline __attribute__((always_inline)) struct weft_task *
+static inline __attribute__((always_inline)) struct weft__task *
 find_work(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     uint64_t spin_end = 0; /* search_spin's budget, from its first round */
     for (;;) {
-        struct weft_task *t = NULL;
+        struct weft__task *t = NULL;
         if (weft__pool_service_due(w))
             service(w);
         if (unlikely(atomic_load_explicit(&w->retire, memory_order_acquire))) {
@@ -1260,7 +1260,7 @@ find_work(struct weft__worker *w)
             if (!t)
                 t = pop_yielded(w);
             while (!t && weft__runq_len(&w->q)) {
-                struct weft_task *old = weft__runq_steal(&w->q);
+                struct weft__task *old = weft__runq_steal(&w->q);
                 if (old && weft__task_claim_queued(old))
                     t = old;
                 else if (!old)
@@ -1269,7 +1269,7 @@ find_work(struct weft__worker *w)
         }
         if (!t && w->lifo_streak < LIFO_STREAK_MAX &&
             atomic_load_explicit(&w->lifo, memory_order_relaxed)) {
-            struct weft_task *l =
+            struct weft__task *l =
                 atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
             if (l && weft__task_claim_queued(l)) {
                 w->lifo_streak++;
@@ -1368,7 +1368,7 @@ static void thread_begin(struct weft__worker *w)
 static inline __attribute__((always_inline)) void
 run_tasks(struct weft__worker *w)
 {
-    struct weft_task *task;
+    struct weft__task *task;
     while ((task = find_work(w))) {
         /* For the observers (sched/observe.h). */
         w->stats.runs++;
@@ -1487,7 +1487,7 @@ static void spare_leave(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     bool handed = false;
-    struct weft_task *t =
+    struct weft__task *t =
         atomic_exchange_explicit(&w->lifo, NULL, memory_order_acq_rel);
     if (t) {
         inject(p, t);
@@ -1503,7 +1503,7 @@ static void spare_leave(struct weft__worker *w)
          * order that write before whoever claims t from the global queue
          * (a claim acquires t's state; liburcu's own order is one
          * ThreadSanitizer cannot see). */
-        atomic_fetch_or_explicit(&t->state, 0, memory_order_release);
+        atomic_fetch_or_explicit(&t->done->state, 0, memory_order_release);
         inject(p, t);
         handed = true;
     }
@@ -1732,7 +1732,7 @@ bool weft__pool_monitor_may_sleep(weft_pool *p)
  * FIFOs are empty. */
 static void drop_queued(weft_pool *p)
 {
-    struct weft_task *batch[WEFT__RUNQ_SIZE / 2];
+    struct weft__task *batch[WEFT__RUNQ_SIZE / 2];
     unsigned n;
     while ((n = inject_take(p, batch, WEFT__RUNQ_SIZE / 2, true)))
         for (unsigned i = 0; i < n; i++)
@@ -1741,7 +1741,7 @@ static void drop_queued(weft_pool *p)
                                "a live task was left in a drained pool");
     unsigned slots = weft__pool_slots(p);
     for (unsigned i = 0; i < slots; i++) {
-        struct weft_task *t = atomic_exchange(&p->workers[i]->lifo, NULL);
+        struct weft__task *t = atomic_exchange(&p->workers[i]->lifo, NULL);
         if (t && weft__task_claim_queued(t))
             weft__coro_die(&t->co, "a live task was left in a drained pool");
         while ((t = weft__runq_steal(&p->workers[i]->q)))

@@ -1,28 +1,29 @@
 /*
- * sched/records.c — where task records come from, and how they go back.
+ * sched/records.c — where a task's two records (task.h: its run record
+ * and its handle) come from, and how they go back.
  *
- * Records are recycled through an object cache (base/cache.h): a
+ * Each kind is recycled through an object cache (base/cache.h): a
  * per-thread list (512 on a pool's thread, 1 elsewhere: below), a global
- * depot, and chunks of records carved when both are empty.  A fork-join program makes and frees one
- * record per spawn, often a million at once, and malloc costs several
- * times the rest of a spawn, so records are not malloc'ed one by one.
+ * depot, and chunks carved when both are empty.  A fork-join program
+ * makes and frees one of each per spawn, often a million at once, and
+ * malloc costs several times the rest of a spawn, so neither is
+ * malloc'ed one by one.
  *
- * A chunk is an aligned 64 KiB block (264 records; its own mapping, or
- * cut from a slab, below), so the chunk of a record is its address
- * rounded down, and every chunk is on a list, so that the records of a
- * live program can be walked: leak checkers see
+ * A chunk is an aligned 64 KiB block (272 run records, or 1,637 handles;
+ * its own mapping, or cut from a slab, below), so the chunk of an object
+ * is its address rounded down, and every chunk is on its kind's list, so
+ * that the records of a live program can be walked: leak checkers see
  * them as reachable, and the observers (task.h, "The observers' walk")
  * visit them under chunks_lock (weft__records_walk_begin).  The
  * observers tell a live record by its co.flags, which task.c's task_new
  * makes HOSTED and which a free here makes 0 for nothing: the cache
- * node's key, stored 0 below, covers them (asserted), as it covers the
- * state word.  Chunks go back to the system only in a trim
- * (weft__records_trim), when an idle pool gives memory back
- * (docs/design.md, "Memory"): the trim takes the depot's records out,
- * counts them per chunk, unlinks (under chunks_lock, so never under a
- * walk) and unmaps the chunks whose every record is there (no record of
- * it is live, or in some thread's own list), and puts the rest back, up
- * to the bound it was given.
+ * node's key, stored 0 below, covers them (asserted).  Chunks go back to
+ * the system only in a trim (weft__records_trim), when an idle pool
+ * gives memory back (docs/design.md, "Memory"): the trim takes a kind's
+ * depot out, counts its objects per chunk, unlinks (under chunks_lock, so
+ * never under a walk) and unmaps the chunks whose every object is there
+ * (none of it is live, or in some thread's own list), and puts the rest
+ * back, up to the bound it was given.
  */
 #include "sched/task.h"
 
@@ -51,7 +52,7 @@
 struct record_chunk {
     struct record_chunk *next, *prev; /* on `chunks`, under chunks_lock */
     size_t free_seen;                 /* the trim's count               */
-    _Alignas(16) struct weft_task records[];
+    _Alignas(16) struct weft__task records[];
 };
 /* Each record has a name buffer of WEFT__CORO_NAME_MAX bytes at the end
  * of its chunk, not in the record: only a named task writes its own, so
@@ -59,10 +60,10 @@ struct record_chunk {
  * tasks have no names, and a record is 216 bytes, not 248. */
 #define PER_CHUNK                                                           \
     ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
-     (sizeof(struct weft_task) + WEFT__CORO_NAME_MAX))
+     (sizeof(struct weft__task) + WEFT__CORO_NAME_MAX))
 #define RECORDS_END                                                         \
     (offsetof(struct record_chunk, records) +                               \
-     PER_CHUNK * sizeof(struct weft_task))
+     PER_CHUNK * sizeof(struct weft__task))
 #define NAMES_AT (CHUNK_BYTES - PER_CHUNK * WEFT__CORO_NAME_MAX)
 _Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
 _Static_assert(RECORDS_END <= NAMES_AT, "names after the records");
@@ -77,29 +78,53 @@ static pthread_mutex_t chunks_lock = PTHREAD_MUTEX_INITIALIZER;
  * weft__records_per_chunk. */
 static struct record_chunk *chunks;
 static size_t nchunks;
-/* Chunks ever made (weft__records_made): read without chunks_lock. */
+/* Chunks ever made, of both kinds (weft__records_made): read without
+ * chunks_lock. */
 static _Atomic uint64_t chunks_made;
+
+/*
+ * Handles (task.h, struct weft_task) come from chunks of their own, laid
+ * out as record chunks are (the same header, CHUNK_BYTES aligned), with
+ * HANDLES_PER_CHUNK handles where the records would be, and a cache of
+ * their own.  They are never walked (the observers reach a handle from
+ * its live run record), but their chunks are listed, and unlinked by the
+ * trim under chunks_lock as record chunks are, so a handle reached from a
+ * run record during a walk stays mapped until the walk ends.
+ */
+#define HANDLES_PER_CHUNK                                                   \
+    ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
+     sizeof(struct weft_task))
+static inline struct weft_task *handles_of(struct record_chunk *c)
+{
+    return (struct weft_task *)(void *)c->records;
+}
+static struct weft__cache handles =
+    WEFT__CACHE_INIT(OUTSIDE_MAX, BATCH, 0, NULL);
+static __thread struct weft__cache_local handles_local
+    __attribute__((tls_model("initial-exec")));
+static struct record_chunk *handle_chunks; /* under chunks_lock */
+static size_t nhandle_chunks;
 static pthread_mutex_t trim_lock = PTHREAD_MUTEX_INITIALIZER;
 const unsigned weft__records_per_chunk = PER_CHUNK;
 
 /* A free record's cache node: the link field doubles as it.  The record is
  * free, so nothing else reads its fields but the observers, who look only
  * at co.flags, which the node's key covers (see the top). */
-_Static_assert(offsetof(struct weft_task, co) == 0 &&
+_Static_assert(offsetof(struct weft__task, co) == 0 &&
                    offsetof(struct weft_coro, flags) >=
                        offsetof(struct weft__cache_node, key) &&
                    offsetof(struct weft_coro, flags) + sizeof(uint32_t) <=
                        offsetof(struct weft__cache_node, key) +
                            sizeof(size_t),
                "a free record's key must cover co.flags");
-static inline struct weft__cache_node *node_of(struct weft_task *t)
+static inline struct weft__cache_node *node_of(struct weft__task *t)
 {
     return (struct weft__cache_node *)&t->co;
 }
 
-static inline struct weft_task *task_of_node(struct weft__cache_node *n)
+static inline struct weft__task *task_of_node(struct weft__cache_node *n)
 {
-    return (struct weft_task *)((char *)n - offsetof(struct weft_task, co));
+    return (struct weft__task *)((char *)n - offsetof(struct weft__task, co));
 }
 
 static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
@@ -107,7 +132,7 @@ static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
     return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
 }
 
-char *weft__record_name_buf(struct weft_task *t)
+char *weft__record_name_buf(struct weft__task *t)
 {
     struct record_chunk *c = chunk_of(node_of(t));
     return (char *)c + NAMES_AT +
@@ -133,18 +158,20 @@ static char *map_aligned(size_t size, size_t align)
 }
 
 /*
- * Slabs.  A burst of a million spawns makes 3,500 chunks.  Mapped one by
- * one, each cost three system calls, and its first touch (the set-up loop
- * in from_chunk) 16 page faults: over a quarter of spawn-join's time
- * (docs/performance.md, "Where a spawn's time goes").  So once the
- * program holds SLAB_AFTER chunks, chunks are cut from a 2 MiB slab (one
- * mapping), and every POPULATE_CHUNKS chunks the records of the next ones
- * (not their names) are faulted in by madvise(MADV_POPULATE_WRITE) (Linux
- * 5.14; before, it fails and the first touch faults as before).  Two
- * chunks, about 112 KiB: the kernel zeroes them just before the set-up
- * loop writes them, so those writes hit the cache; populating a whole
- * slab at once (or backing it with a huge page) zeroed 2 MiB ahead and
- * was slower than no populating at all.
+ * Slabs.  A burst of a million spawns whose handles are kept makes 600
+ * handle chunks (and, when every task's record was kept, made 3,500
+ * record chunks).  Mapped one by one, each cost three system calls, and
+ * its first touch (the set-up loop in from_chunk) 16 page faults: over a
+ * quarter of spawn-join's time (docs/performance.md, "Where a spawn's
+ * time goes").  So once the program holds SLAB_AFTER chunks, chunks are
+ * cut from a 2 MiB slab (one mapping), and the part of each that its
+ * set-up writes is faulted in by madvise(MADV_POPULATE_WRITE) (Linux
+ * 5.14; before, it fails and the first touch faults as before) just
+ * before that set-up loop writes it, so those writes hit the cache;
+ * populating a whole slab at once (or backing it with a huge page)
+ * zeroed 2 MiB ahead and was slower than no populating at all (and a
+ * huge page, in a madvise-mode kernel, stalled on compaction: 108-731
+ * ms for the million spawns).
  * A slab's chunks are chunks like any other: the trim unmaps each one on
  * its own, and gives back the slab's part not yet cut, so an idle pool
  * keeps no more than before.  Small programs never reach SLAB_AFTER and
@@ -152,15 +179,14 @@ static char *map_aligned(size_t size, size_t align)
  */
 #define SLAB_BYTES ((size_t)2 * 1024 * 1024)
 #define SLAB_AFTER 8
-#define POPULATE_CHUNKS 2
 static char *slab_next, *slab_end; /* the current slab's uncut part;
                                       under chunks_lock */
-static unsigned slab_cut;          /* chunks cut from it so far         */
 
-/* A chunk's memory; chunks_lock is held. */
-static struct record_chunk *chunk_map_locked(void)
+/* A chunk's memory, of which the first `used` bytes will be written at
+ * once; chunks_lock is held. */
+static struct record_chunk *chunk_map_locked(size_t used)
 {
-    if (nchunks < SLAB_AFTER)
+    if (nchunks + nhandle_chunks < SLAB_AFTER)
         return (struct record_chunk *)map_aligned(CHUNK_BYTES, CHUNK_BYTES);
 #ifdef WEFT_FAULT_INJECTION
     /* Out of memory: no room in a slab either (as no cached record,
@@ -175,18 +201,13 @@ static struct record_chunk *chunk_map_locked(void)
                                                       CHUNK_BYTES);
         slab_next = slab;
         slab_end = slab + SLAB_BYTES;
-        slab_cut = 0;
     }
     struct record_chunk *c = (struct record_chunk *)slab_next;
 #ifdef MADV_POPULATE_WRITE
-    /* Each chunk's records, not its names (the kernel rounds the length
-     * up to its page). */
-    if (slab_cut % POPULATE_CHUNKS == 0)
-        for (unsigned i = 0; i < POPULATE_CHUNKS; i++)
-            (void)madvise((char *)c + i * CHUNK_BYTES, RECORDS_END,
-                          MADV_POPULATE_WRITE);
+    /* The part the set-up writes: a record chunk's records, not its names
+     * (the kernel rounds the length up to its page). */
+    (void)madvise(c, used, MADV_POPULATE_WRITE);
 #endif
-    slab_cut++;
     slab_next += CHUNK_BYTES;
     return c;
 }
@@ -200,10 +221,25 @@ static void slab_drop_locked(void)
     slab_next = slab_end = NULL;
 }
 
-static __attribute__((noinline)) struct weft_task *from_chunk(void)
+/* Put a set-up chunk on its kind's list. */
+static void list_chunk(struct record_chunk **head, size_t *n,
+                       struct record_chunk *chunk)
 {
     weft__lock(&chunks_lock);
-    struct record_chunk *chunk = chunk_map_locked();
+    chunk->prev = NULL;
+    chunk->next = *head;
+    if (*head)
+        (*head)->prev = chunk;
+    *head = chunk;
+    (*n)++;
+    atomic_fetch_add_explicit(&chunks_made, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&chunks_lock);
+}
+
+static __attribute__((noinline)) struct weft__task *from_chunk(void)
+{
+    weft__lock(&chunks_lock);
+    struct record_chunk *chunk = chunk_map_locked(RECORDS_END);
     pthread_mutex_unlock(&chunks_lock);
     if (!chunk)
         return NULL;
@@ -219,19 +255,48 @@ static __attribute__((noinline)) struct weft_task *from_chunk(void)
         weft__record_free(&chunk->records[i]);
     }
     /* Listed once set up, for the observers' walk. */
-    weft__lock(&chunks_lock);
-    chunk->prev = NULL;
-    chunk->next = chunks;
-    if (chunks)
-        chunks->prev = chunk;
-    chunks = chunk;
-    nchunks++;
-    atomic_fetch_add_explicit(&chunks_made, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&chunks_lock);
+    list_chunk(&chunks, &nchunks, chunk);
     return &chunk->records[0];
 }
 
-struct weft_task *weft__record_alloc(void)
+/* A free handle's cache node covers its result and id, not its state
+ * (task.h). */
+_Static_assert(offsetof(struct weft_task, result) == 0 &&
+                   offsetof(struct weft_task, state) >=
+                       sizeof(struct weft__cache_node),
+               "a free handle's node leaves its state alone");
+
+static __attribute__((noinline)) struct weft_task *handles_from_chunk(void)
+{
+    weft__lock(&chunks_lock);
+    struct record_chunk *chunk = chunk_map_locked(CHUNK_BYTES);
+    pthread_mutex_unlock(&chunks_lock);
+    if (!chunk)
+        return NULL;
+    chunk->free_seen = 0;
+    struct weft_task *h = handles_of(chunk);
+    for (size_t i = 1; i < HANDLES_PER_CHUNK; i++)
+        weft__handle_free(&h[i]);
+    list_chunk(&handle_chunks, &nhandle_chunks, chunk);
+    return &h[0];
+}
+
+struct weft_task *weft__handle_alloc(void)
+{
+    struct weft__cache_node *n = weft__cache_get(&handles, &handles_local, 0);
+    if (__builtin_expect(n != NULL, 1))
+        return (struct weft_task *)(void *)n;
+    return handles_from_chunk();
+}
+
+void weft__handle_free(struct weft_task *h)
+{
+    struct weft__cache_node *n = (struct weft__cache_node *)(void *)h;
+    n->key = 0;
+    weft__cache_put(&handles, &handles_local, n);
+}
+
+struct weft__task *weft__record_alloc(void)
 {
     struct weft__cache_node *n = weft__cache_get(&records, &records_local, 0);
     if (__builtin_expect(n != NULL, 1))
@@ -248,30 +313,32 @@ struct weft_task *weft__record_alloc(void)
  *     so the walks (dump.c, stats.c, tools/gdb) pass it by as free;
  *   - a walk that found a live task there a moment before it was freed
  *     may still take its wait_lock, read co.name, co.sp and co.stack (and
- *     follow them), state, pool and started, and await's look at a
- *     deque's bottom may read state (await.c, is_complete): all of those
- *     must keep a free record's values.
- * What is left is the run from `waiter` to just before `cancelled`: the
- * links and words that only the task's owners read (waiter, qnode, pool,
- * which a walk only compares, driver, arg, result, link, spawned_on,
- * inlined), 72 bytes, of which the part aligned to max_align_t is the
- * room.
+ *     follow them), done (and follow it), pool and started, and await's
+ *     look at a deque's bottom may follow done (await.c, is_complete);
+ *     await's inline start may read spawned_on and stack_size through a
+ *     handle whose run record was just given back (try_inline): all of
+ *     those must keep a free record's values.
+ * What is left is the run from `qnode` to just before `cancelled`: the
+ * links and words that only the task's owners read (qnode, pool and
+ * ran_on, which a walk only compares, driver, arg, link, inlined, pin,
+ * and trace_flow, whose value in a fresh record is whatever was there),
+ * 72 bytes, of which the part aligned to max_align_t is the room.
  */
-/* The window: from `waiter` to `cancelled`.  A record's address is a
- * multiple of its alignment (8) only (a sanitizer's build makes the
- * record 248 bytes), so the room starts at the first max_align_t boundary
- * in the window, at most 8 bytes in. */
-#define WINDOW_AT offsetof(struct weft_task, waiter)
-#define WINDOW_END offsetof(struct weft_task, cancelled)
+/* A record's address is a multiple of its alignment (8) only, so the
+ * room starts at the first max_align_t boundary in the window, at most 8
+ * bytes in. */
+#define WINDOW_AT offsetof(struct weft__task, qnode)
+#define WINDOW_END offsetof(struct weft__task, cancelled)
 _Static_assert(WINDOW_END - WINDOW_AT >=
                    WEFT_TASK_ROOM + _Alignof(max_align_t) -
-                       _Alignof(struct weft_task),
+                       _Alignof(struct weft__task),
                "the room fits the window, aligned wherever the record is");
-_Static_assert(WINDOW_AT > offsetof(struct weft_task, state) &&
-                   WINDOW_END < offsetof(struct weft_task, wait_lock),
-               "the room leaves state and wait_lock alone");
+_Static_assert(WINDOW_AT > offsetof(struct weft__task, done) &&
+                   WINDOW_END < offsetof(struct weft__task, wait_lock) &&
+                   WINDOW_END < offsetof(struct weft__task, spawned_on),
+               "the room leaves done, wait_lock and spawned_on alone");
 
-static inline char *room_in(struct weft_task *host)
+static inline char *room_in(struct weft__task *host)
 {
     uintptr_t a = (uintptr_t)host + WINDOW_AT;
     return (char *)((a + _Alignof(max_align_t) - 1) &
@@ -280,11 +347,11 @@ static inline char *room_in(struct weft_task *host)
 
 /* The host whose window holds t's room: the record of its chunk that
  * the room's address falls in. */
-static inline struct weft_task *host_of(struct weft_task *t)
+static inline struct weft__task *host_of(struct weft__task *t)
 {
     struct record_chunk *c = chunk_of(t->arg);
     size_t i = (size_t)((char *)t->arg - (char *)c->records) /
-               sizeof(struct weft_task);
+               sizeof(struct weft__task);
     return &c->records[i];
 }
 
@@ -298,11 +365,11 @@ static inline struct weft_task *host_of(struct weft_task *t)
  * (weft__record_unroom), and the trim unpairs the depot's records before
  * it counts them, so a host never outlives its record's chunk unseen.
  */
-bool weft__record_room(struct weft_task *t)
+bool weft__record_room(struct weft__task *t)
 {
     if (t->room == WEFT__ROOM_RECORD)
         return true; /* kept from the record's last task: t->arg is it */
-    struct weft_task *host = weft__record_alloc();
+    struct weft__task *host = weft__record_alloc();
     if (!host)
         return false;
     /* A free record that kept a host of its own gives it back: a host is
@@ -314,27 +381,27 @@ bool weft__record_room(struct weft_task *t)
     return true;
 }
 
-static inline void put(struct weft_task *t)
+static inline void put(struct weft__task *t)
 {
     struct weft__cache_node *n = node_of(t);
     n->key = 0;
     weft__cache_put(&records, &records_local, n);
 }
 
-void weft__record_unroom(struct weft_task *t)
+void weft__record_unroom(struct weft__task *t)
 {
     t->room = WEFT__ROOM_NONE;
     put(host_of(t));
 }
 
 /* A room of its own memory goes with its record (a host stays: above). */
-static __attribute__((noinline)) void room_free(struct weft_task *t)
+static __attribute__((noinline)) void room_free(struct weft__task *t)
 {
     t->room = WEFT__ROOM_NONE;
     free(t->arg);
 }
 
-void weft__record_free(struct weft_task *t)
+void weft__record_free(struct weft__task *t)
 {
     if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
         room_free(t);
@@ -344,11 +411,13 @@ void weft__record_free(struct weft_task *t)
 void weft__records_worker_thread(void)
 {
     weft__cache_local_keep(&records, &records_local, WORKER_MAX);
+    weft__cache_local_keep(&handles, &handles_local, WORKER_MAX);
 }
 
 void weft__records_spill(void)
 {
     weft__cache_spill_all(&records, &records_local);
+    weft__cache_spill_all(&handles, &handles_local);
 }
 
 #define DOOMED SIZE_MAX /* free_seen of a chunk the trim frees */
@@ -394,29 +463,31 @@ static size_t unmap_doomed(struct record_chunk *doomed)
     return freed;
 }
 
-size_t weft__records_trim(size_t keep)
+/* One kind of chunk, for the trim. */
+struct kind {
+    struct weft__cache *cache;
+    struct record_chunk **chunks; /* its list, under chunks_lock */
+    size_t *nchunks;
+    size_t per_chunk;
+    bool records;                 /* record chunks: rooms' hosts (step 0) */
+};
+
+/* The chunks that hold `keep` objects of kind k. */
+static size_t chunks_for(const struct kind *k, size_t keep)
 {
-    weft__lock(&trim_lock);
-    /* Nothing to give back unless the chunks outnumber the kept ones by
-     * WEFT__RECORDS_TRIM_MIN: then the walk below (every free record, a
-     * cache miss each: 0.3-0.5 ms for 10,000 on the AMD guest) is not
-     * made. */
-    size_t keep_chunks = (keep + PER_CHUNK - 1) / PER_CHUNK;
-    weft__lock(&chunks_lock);
-    bool worth = nchunks > keep_chunks &&
-                 (nchunks - keep_chunks) * CHUNK_BYTES >=
-                     WEFT__RECORDS_TRIM_MIN;
-    pthread_mutex_unlock(&chunks_lock);
-    if (!worth) {
-        pthread_mutex_unlock(&trim_lock);
-        return 0;
-    }
+    return (keep + k->per_chunk - 1) / k->per_chunk;
+}
+
+/* Unmap k's chunks whose every object is in the depot, but for
+ * keep_chunks of them; trim_lock is held. */
+static size_t trim_kind(const struct kind *k, size_t keep_chunks)
+{
     size_t n;
-    struct weft__cache_node *list = weft__cache_take_depot(&records, &n);
+    struct weft__cache_node *list = weft__cache_take_depot(k->cache, &n);
     /* 0. A record that keeps a host (weft__record_room) gives it back
      * first: the host joins the list, and each is counted where it is. */
-    for (struct weft__cache_node *o = list; o; o = o->next) {
-        struct weft_task *t = task_of_node(o);
+    for (struct weft__cache_node *o = list; k->records && o; o = o->next) {
+        struct weft__task *t = task_of_node(o);
         if (t->room == WEFT__ROOM_RECORD) {
             t->room = WEFT__ROOM_NONE;
             struct weft__cache_node *h = node_of(host_of(t));
@@ -426,23 +497,23 @@ size_t weft__records_trim(size_t keep)
             n++;
         }
     }
-    /* 1. Count the depot's records per chunk. */
+    /* 1. Count the depot's objects per chunk. */
     for (struct weft__cache_node *o = list; o; o = o->next)
         chunk_of(o)->free_seen++;
-    /* 2. Chunks all of whose records are in the depot are free: keep
-     * enough of them for `keep` records (for the next burst), take the
+    /* 2. Chunks all of whose objects are in the depot are free: keep
+     * enough of them for `keep` objects (for the next burst), take the
      * rest off the list. */
     struct record_chunk *doomed = NULL;
     weft__lock(&chunks_lock);
     size_t free_chunks = 0;
-    for (struct record_chunk *c = chunks; c; c = c->next)
-        free_chunks += c->free_seen == PER_CHUNK;
-    if (free_chunks > keep_chunks &&
-        (free_chunks - keep_chunks) * CHUNK_BYTES < WEFT__RECORDS_TRIM_MIN)
+    for (struct record_chunk *c = *k->chunks; c; c = c->next)
+        free_chunks += c->free_seen == k->per_chunk;
+    if (free_chunks > keep_chunks && (free_chunks - keep_chunks) * CHUNK_BYTES <
+                                         WEFT__RECORDS_TRIM_MIN / 2)
         keep_chunks = free_chunks; /* not worth a flush (above) */
-    for (struct record_chunk *c = chunks, *next; c; c = next) {
+    for (struct record_chunk *c = *k->chunks, *next; c; c = next) {
         next = c->next;
-        if (c->free_seen != PER_CHUNK) {
+        if (c->free_seen != k->per_chunk) {
             c->free_seen = 0;
         } else if (keep_chunks > 0) {
             keep_chunks--;
@@ -451,10 +522,10 @@ size_t weft__records_trim(size_t keep)
             if (c->prev)
                 c->prev->next = c->next;
             else
-                chunks = c->next;
+                *k->chunks = c->next;
             if (c->next)
                 c->next->prev = c->prev;
-            nchunks--;
+            (*k->nchunks)--;
             c->free_seen = DOOMED;
             c->next = doomed;
             doomed = c;
@@ -462,8 +533,8 @@ size_t weft__records_trim(size_t keep)
     }
     slab_drop_locked();
     pthread_mutex_unlock(&chunks_lock);
-    /* 3. The depot keeps the records of the chunks that stay.  (The list
-     * runs through the records, so the doomed chunks go only after.) */
+    /* 3. The depot keeps the objects of the chunks that stay.  (The list
+     * runs through the objects, so the doomed chunks go only after.) */
     struct weft__cache_node *kept = NULL;
     size_t nkept = 0;
     for (struct weft__cache_node *o = list, *next; o; o = next) {
@@ -474,10 +545,37 @@ size_t weft__records_trim(size_t keep)
         kept = o;
         nkept++;
     }
-    weft__cache_return_depot(&records, kept, nkept);
-    size_t freed = unmap_doomed(doomed);
+    weft__cache_return_depot(k->cache, kept, nkept);
+    return unmap_doomed(doomed) * CHUNK_BYTES;
+}
+
+size_t weft__records_trim(size_t keep)
+{
+    static const struct kind record_kind = {&records, &chunks, &nchunks,
+                                            PER_CHUNK, true};
+    static const struct kind handle_kind = {
+        &handles, &handle_chunks, &nhandle_chunks, HANDLES_PER_CHUNK, false};
+    size_t keep_records = chunks_for(&record_kind, keep);
+    size_t keep_handles = chunks_for(&handle_kind, keep);
+    weft__lock(&trim_lock);
+    /* Nothing to give back unless the chunks of both kinds outnumber the
+     * kept ones by WEFT__RECORDS_TRIM_MIN: then the walks below (every
+     * free object, a cache miss each: 0.3-0.5 ms for 10,000 records on
+     * the AMD guest) are not made.  A kind whose free chunks beyond its
+     * keep are under half that keeps them (not worth its flush). */
+    weft__lock(&chunks_lock);
+    size_t surplus = (nchunks > keep_records ? nchunks - keep_records : 0) +
+                     (nhandle_chunks > keep_handles
+                          ? nhandle_chunks - keep_handles
+                          : 0);
+    pthread_mutex_unlock(&chunks_lock);
+    size_t freed = 0;
+    if (surplus * CHUNK_BYTES >= WEFT__RECORDS_TRIM_MIN) {
+        freed = trim_kind(&record_kind, keep_records);
+        freed += trim_kind(&handle_kind, keep_handles);
+    }
     pthread_mutex_unlock(&trim_lock);
-    return freed * CHUNK_BYTES;
+    return freed;
 }
 
 uint64_t weft__records_made(void)
@@ -488,7 +586,7 @@ uint64_t weft__records_made(void)
 size_t weft__records_bytes(void)
 {
     weft__lock(&chunks_lock);
-    size_t n = nchunks;
+    size_t n = nchunks + nhandle_chunks;
     pthread_mutex_unlock(&chunks_lock);
     return n * CHUNK_BYTES;
 }
@@ -518,10 +616,10 @@ weft__records_next(const struct weft__record_chunk *c)
     return (const void *)((const struct record_chunk *)(const void *)c)->next;
 }
 
-struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+struct weft__task *weft__records_of(const struct weft__record_chunk *c,
                                    unsigned *n)
 {
     *n = PER_CHUNK;
-    return (struct weft_task *)((const struct record_chunk *)(const void *)c)
+    return (struct weft__task *)((const struct record_chunk *)(const void *)c)
         ->records;
 }

@@ -17,7 +17,7 @@ void weft__runq_init(struct weft__runq *q)
         atomic_init(&q->slot[i], NULL);
 }
 
-bool weft__runq_push(struct weft__runq *q, struct weft_task *t)
+bool weft__runq_push(struct weft__runq *q, struct weft__task *t)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
     if ((int32_t)(b - q->top_seen) >= (int32_t)WEFT__RUNQ_SIZE) {
@@ -34,7 +34,7 @@ bool weft__runq_push(struct weft__runq *q, struct weft_task *t)
     return true;
 }
 
-struct weft_task *weft__runq_pop(struct weft__runq *q)
+struct weft__task *weft__runq_pop(struct weft__runq *q)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed) - 1;
     /* StoreLoad: thieves see the smaller bottom, or we see their top.  An
@@ -47,7 +47,7 @@ struct weft_task *weft__runq_pop(struct weft__runq *q)
         atomic_store_explicit(&q->bottom, b + 1, memory_order_relaxed);
         return NULL; /* was empty */
     }
-    struct weft_task *t =
+    struct weft__task *t =
         atomic_load_explicit(&q->slot[b & MASK], memory_order_relaxed);
     if (b == tp) {
         /* The last one: a thief may be taking it too; one CAS wins. */
@@ -98,7 +98,7 @@ uint32_t weft__runq_take_oldest(struct weft__runq *q, uint32_t max,
     }
 }
 
-struct weft_task *weft__runq_steal(struct weft__runq *q)
+struct weft__task *weft__runq_steal(struct weft__runq *q)
 {
     /* seq_cst: ordered with the owner's pop (see there); and acquire,
      * pairing with push's release of bottom (the slot is there). */
@@ -106,7 +106,7 @@ struct weft_task *weft__runq_steal(struct weft__runq *q)
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_seq_cst);
     if ((int32_t)(b - tp) <= 0)
         return NULL;
-    struct weft_task *t =
+    struct weft__task *t =
         atomic_load_explicit(&q->slot[tp & MASK], memory_order_relaxed);
     if (!atomic_compare_exchange_strong_explicit(&q->top, &tp, tp + 1,
                                                  memory_order_seq_cst,

@@ -71,7 +71,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct weft_task;
+struct weft__task;
 
 /* 8 KiB a worker.  With 256 (Go's size), a task spawning a million
  * children on 2 workers kept spilling half its ring to the global queue
@@ -83,20 +83,20 @@ struct weft__runq {
     _Alignas(64) _Atomic uint32_t top;     /* oldest; CAS by thieves   */
     _Alignas(64) _Atomic uint32_t bottom;  /* next free; owner writes  */
     uint32_t top_seen;                     /* owner only: a top it read */
-    _Atomic(struct weft_task *) slot[WEFT__RUNQ_SIZE];
+    _Atomic(struct weft__task *) slot[WEFT__RUNQ_SIZE];
 };
 
 void weft__runq_init(struct weft__runq *q);
 
 /* Owner: push t at the bottom.  false if full (the caller moves work to the
  * global queue with weft__runq_steal). */
-bool weft__runq_push(struct weft__runq *q, struct weft_task *t);
+bool weft__runq_push(struct weft__runq *q, struct weft__task *t);
 
 /* Owner: the newest task, or NULL if empty (or a thief took the last). */
-struct weft_task *weft__runq_pop(struct weft__runq *q);
+struct weft__task *weft__runq_pop(struct weft__runq *q);
 
 /* Anyone: the oldest task, or NULL if empty or lost to another taker. */
-struct weft_task *weft__runq_steal(struct weft__runq *q);
+struct weft__task *weft__runq_steal(struct weft__runq *q);
 
 /* Owner: take up to max of the oldest entries with one CAS on top; how
  * many (0 if empty), the first at index *from.  The caller reads them with
@@ -106,7 +106,7 @@ uint32_t weft__runq_take_oldest(struct weft__runq *q, uint32_t max,
                                 uint32_t *from);
 
 /* Owner: the entry at index i (of an earlier take_oldest). */
-static inline struct weft_task *weft__runq_at(struct weft__runq *q,
+static inline struct weft__task *weft__runq_at(struct weft__runq *q,
                                               uint32_t i)
 {
     return atomic_load_explicit(&q->slot[i & (WEFT__RUNQ_SIZE - 1)],
@@ -120,7 +120,7 @@ bool weft__runq_drop_bottom(struct weft__runq *q, uint32_t k);
 
 /* Owner: the (i+1)-th newest task without taking it (NULL if there are not
  * that many). */
-static inline struct weft_task *weft__runq_peek_below(struct weft__runq *q,
+static inline struct weft__task *weft__runq_peek_below(struct weft__runq *q,
                                                       uint32_t i)
 {
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_relaxed);
@@ -132,7 +132,7 @@ static inline struct weft_task *weft__runq_peek_below(struct weft__runq *q,
 }
 
 /* Owner: the newest task without taking it (NULL if empty). */
-static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
+static inline struct weft__task *weft__runq_peek_bottom(struct weft__runq *q)
 {
     return weft__runq_peek_below(q, 0);
 }
@@ -147,7 +147,7 @@ static inline struct weft_task *weft__runq_peek_bottom(struct weft__runq *q)
  * slot at least that push's; its record stays mapped until the walk
  * ends.  `ended` decides from a task's state. */
 static inline uint32_t weft__runq_count_ended(
-    struct weft__runq *q, bool (*ended)(struct weft_task *))
+    struct weft__runq *q, bool (*ended)(struct weft__task *))
 {
     uint32_t t = atomic_load_explicit(&q->top, memory_order_relaxed);
     uint32_t b = atomic_load_explicit(&q->bottom, memory_order_acquire);
@@ -156,7 +156,7 @@ static inline uint32_t weft__runq_count_ended(
     if (len > (int32_t)WEFT__RUNQ_SIZE)
         len = (int32_t)WEFT__RUNQ_SIZE;
     for (int32_t i = 0; i < len; i++) {
-        struct weft_task *e = atomic_load_explicit(
+        struct weft__task *e = atomic_load_explicit(
             &q->slot[(t + (uint32_t)i) & (WEFT__RUNQ_SIZE - 1)],
             memory_order_relaxed);
         if (e && ended(e))

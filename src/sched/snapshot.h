@@ -15,7 +15,7 @@
 
 #define WEFT__SNAP_FRAMES 48
 
-struct weft_task;
+struct weft__task;
 struct weft__worker;
 
 struct weft__snap {
@@ -51,7 +51,7 @@ struct weft__snap {
  * while others may change it (see dump.c); safe on any record of
  * records.c's chunks, live or free.
  */
-bool weft__snap_take(struct weft_task *t, const weft_pool *pool,
+bool weft__snap_take(struct weft__task *t, const weft_pool *pool,
                      struct weft__snap *s, bool frames);
 
 #endif /* WEFT_SCHED_SNAPSHOT_H */

@@ -112,10 +112,11 @@ static void count_task(struct weft_pool_stats *o, const struct weft__snap *s)
     (*by[r < WEFT__WR_COUNT ? r : WEFT__WR_OTHER])++;
 }
 
-static bool task_ended(struct weft_task *t)
+static bool task_ended(struct weft__task *t)
 {
     return weft__task_lifecycle(atomic_load_explicit(
-               &t->state, memory_order_relaxed)) == WEFT__T_COMPLETE;
+               &weft__task_done_racy(t)->state, memory_order_relaxed)) ==
+           WEFT__T_COMPLETE;
 }
 
 /* The caller's struct gets min(its size, ours) bytes of ours, and zeroes
@@ -182,7 +183,7 @@ WEFT_EXPORT int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out)
     for (const struct weft__record_chunk *c = weft__records_first(); c;
          c = weft__records_next(c)) {
         unsigned n;
-        struct weft_task *r = weft__records_of(c, &n);
+        struct weft__task *r = weft__records_of(c, &n);
         for (unsigned i = 0; i < n; i++)
             if (weft__snap_take(&r[i], pool, &s, false))
                 count_task(&o, &s);

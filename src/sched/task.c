@@ -41,9 +41,9 @@ static int check_opts(const weft_task_opts *opts, size_t *stack)
 }
 
 /* For the trace: t was made, by the task running here (if any). */
-static __attribute__((noinline)) void trace_made(struct weft_task *t)
+static __attribute__((noinline)) void trace_made(struct weft__task *t)
 {
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     uint64_t id = atomic_load_explicit(&t->co.id, memory_order_relaxed);
     weft__trace(WEFT__TE_SPAWN, id,
                 self ? atomic_load_explicit(&weft__task_body(self)->co.id,
@@ -53,20 +53,28 @@ static __attribute__((noinline)) void trace_made(struct weft_task *t)
         weft__trace_name(id, t->co.name);
 }
 
-/* A task record; with `room`, arg is ignored and t->arg is a room of
- * WEFT_TASK_ROOM bytes (a host record: records.c). */
-static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
-                                  const char *name, uint64_t state, bool room)
+/* Both records of a task (task.h); with `room`, arg is ignored and t->arg
+ * is a room of WEFT_TASK_ROOM bytes (a host record: records.c).  `state`
+ * gets KEEP added for a task with a room or a name. */
+static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
+                                   const char *name, uint64_t state,
+                                   bool room)
 {
-    struct weft_task *t = weft__record_alloc();
-    if (!t)
+    struct weft_task *h = weft__handle_alloc();
+    if (!h)
         return NULL;
+    struct weft__task *t = weft__record_alloc();
+    if (!t) {
+        weft__handle_free(h);
+        return NULL;
+    }
     /* The room first: the one step that can fail, before anything is
      * written; and a record that kept a host from a room task gives it
      * back if this task has no use for it. */
     if (room) {
         if (!weft__record_room(t)) {
             weft__record_free(t);
+            weft__handle_free(h);
             return NULL;
         }
     } else {
@@ -87,21 +95,31 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->co.started = 0;
     t->co.stack.map = NULL;
     t->co.name = "task";
-    if (name)
+    if (name) {
         t->co.name = weft__coro_name_copy(weft__record_name_buf(t), name);
+        state |= WEFT__T_KEEP;
+    }
+    if (room)
+        state |= WEFT__T_KEEP;
+    /* Atomic, for the racy readers (task.h); release, for a claimer whose
+     * first touch of the record is this field (task_state.c, move). */
+    __atomic_store_n(&t->done, h, __ATOMIC_RELEASE);
+    h->run = t;
     /* Atomic stores, not atomic_init: await's look at the bottom of its
-     * deque (await.c, is_complete) may read the state of a record that a
-     * thief has just taken, freed and that is being made again here; the
-     * value read is never acted on (drop_bottom refuses what a thief can
-     * reach), but the read must not be a data race. */
-    atomic_store_explicit(&t->state, state, memory_order_relaxed);
-    atomic_init(&t->waiter, 0);
+     * deque (await.c, is_complete) may read the state of a handle that a
+     * thief has just ended and freed and that is being made again here;
+     * the value read is never acted on (drop_bottom refuses what a thief
+     * can reach), but the read must not be a data race.  Likewise for the
+     * fields await's inline start reads through a handle (try_inline). */
+    atomic_store_explicit(&h->state, state, memory_order_relaxed);
+    atomic_init(&h->waiter, 0);
+    h->result = NULL;
     t->pool = NULL;
     t->driver = NULL;
-    t->result = NULL;
-    t->stack_size = (uint32_t)stack_size; /* at most WEFT_STACK_MAX */
+    atomic_store_explicit(&t->stack_size, (uint32_t)stack_size,
+                          memory_order_relaxed); /* <= WEFT_STACK_MAX */
     t->link = NULL;
-    t->spawned_on = NULL;
+    atomic_store_explicit(&t->spawned_on, NULL, memory_order_relaxed);
     t->inlined = NULL;
     t->pin = NULL;
     atomic_init(&t->cancelled, 0);
@@ -110,12 +128,21 @@ static struct weft_task *task_new(weft_fn fn, void *arg, size_t stack_size,
      * may hold it this moment (dump.c), whose unlock must not be undone. */
     t->cur_wait = NULL;
     t->started = false;
-    t->lazy = false;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
-    atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_relaxed);
+    uint64_t id = weft__id_new();
+    h->id = id;
+    atomic_store_explicit(&t->co.id, id, memory_order_relaxed);
     if (weft__trace_on())
         trace_made(t);
     return t;
+}
+
+/* A task made but never queued or run goes back whole. */
+static void task_unmake(struct weft__task *t)
+{
+    struct weft_task *h = t->done;
+    weft__record_free(t);
+    weft__handle_free(h);
 }
 
 WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
@@ -125,12 +152,13 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
     if (!out || !fn || check_opts(opts, &stack))
         return -EINVAL;
     /* References: the handle and the task's life. */
-    struct weft_task *t = task_new(fn, arg, stack, opts ? opts->name : NULL,
-                                   WEFT__T_IDLE | 2 * WEFT__T_REF, false);
+    struct weft__task *t = task_new(
+        fn, arg, stack, opts ? opts->name : NULL,
+        WEFT__T_IDLE | WEFT__T_HANDLE | WEFT__T_LAZY | 2 * WEFT__T_REF,
+        false);
     if (!t)
         return -ENOMEM;
-    t->lazy = true;
-    *out = t;
+    *out = t->done;
     return 0;
 }
 
@@ -142,22 +170,24 @@ WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
     if (!out || !fn || !room || check_opts(opts, &stack))
         return -EINVAL;
     bool small = size <= WEFT_TASK_ROOM;
-    struct weft_task *t = task_new(fn, NULL, stack, opts ? opts->name : NULL,
-                                   WEFT__T_IDLE | 2 * WEFT__T_REF, small);
+    struct weft__task *t = task_new(
+        fn, NULL, stack, opts ? opts->name : NULL,
+        WEFT__T_IDLE | WEFT__T_HANDLE | WEFT__T_LAZY | WEFT__T_KEEP |
+            2 * WEFT__T_REF,
+        small);
     if (!t)
         return -ENOMEM;
     if (!small) {
         /* malloc's alignment is max_align_t's, as the header promises. */
         t->arg = weft__malloc(size);
         if (!t->arg) {
-            weft__record_free(t);
+            task_unmake(t);
             return -ENOMEM;
         }
         t->room = WEFT__ROOM_HEAP;
     }
-    t->lazy = true;
     *room = t->arg;
-    *out = t;
+    *out = t->done;
     return 0;
 }
 
@@ -166,11 +196,11 @@ WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
  * Release: whoever claims it (acquire on the state) sees its fields, and
  * the room its creator filled, whichever queue carried it.  Once queued
  * it may run, end and (detached) be freed at once. */
-static void queue_new(struct weft_task *t, weft_pool *pool, uint64_t state)
+static void queue_new(struct weft__task *t, weft_pool *pool, uint64_t state)
 {
     t->pool = pool;
-    t->spawned_on = pool;
-    atomic_store_explicit(&t->state, state, memory_order_release);
+    atomic_store_explicit(&t->spawned_on, pool, memory_order_relaxed);
+    atomic_store_explicit(&t->done->state, state, memory_order_release);
     weft__pool_submit(pool, t);
 }
 
@@ -181,70 +211,76 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     if (!pool || !fn || check_opts(opts, &stack))
         return -EINVAL;
     /* References: the queue entry, the task's life, and the handle. */
-    uint64_t refs = out ? 3 : 2;
-    struct weft_task *t =
+    uint64_t refs = out ? 3 * WEFT__T_REF | WEFT__T_HANDLE : 2 * WEFT__T_REF;
+    struct weft__task *t =
         task_new(fn, arg, stack, opts ? opts->name : NULL, 0, false);
     if (!t)
         return -ENOMEM;
     int err = weft__pool_arrive(pool);
     if (err) {
-        weft__record_free(t);
+        task_unmake(t);
         return err;
     }
+    /* task_new may have set KEEP: kept, the rest is the queue's. */
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     if (out)
-        *out = t;
-    queue_new(t, pool, WEFT__T_SCHEDULED | refs * WEFT__T_REF);
+        *out = t->done;
+    queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
     return 0;
 }
 
-WEFT_EXPORT int weft_task_start(weft_task *t, weft_pool *pool)
+WEFT_EXPORT int weft_task_start(weft_task *h, weft_pool *pool)
 {
-    /* `lazy` is the handle holder's field, and the caller holds the
-     * handle: a plain read. */
-    if (!t || !pool || !t->lazy)
+    /* LAZY is the handle holder's flag, and the caller holds the handle:
+     * while it is set, nobody else knows the task (and it has its run
+     * record). */
+    if (!h || !pool)
+        return -EINVAL;
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    if (!(s & WEFT__T_LAZY))
         return -EINVAL;
     int err = weft__pool_arrive(pool);
     if (err)
         return err;
-    t->lazy = false;
-    /* Until now nobody else could know t: it was IDLE with the handle's
-     * and its life's references; the queue entry adds one. */
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
-    queue_new(t, pool,
-              ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_SCHEDULED) +
+    /* It was IDLE with the handle's and its life's references; the queue
+     * entry adds one. */
+    queue_new(h->run, pool,
+              ((s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
+               WEFT__T_SCHEDULED) +
                   WEFT__T_REF);
     return 0;
 }
 
-WEFT_EXPORT int weft_task_detach(weft_task *t)
+WEFT_EXPORT int weft_task_detach(weft_task *h)
 {
-    if (!t)
+    if (!h)
         return -EINVAL;
-    if (t->lazy) {
+    if (atomic_load_explicit(&h->state, memory_order_relaxed) &
+        WEFT__T_LAZY) {
         /* Lazy and never started: nobody else knows it. */
-        weft__record_free(t);
+        task_unmake(h->run);
         return 0;
     }
-    /* An ended task whose one reference is the handle (joined, as
-     * weft.hpp's get() does): freed here, weft__task_unref's own fast
-     * path without the call.  Acquire: as there. */
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
-    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
-        weft__task_refs(s) == 1) {
-        weft__record_free(t);
-        return 0;
-    }
-    weft__task_unref(t, 1);
+    weft__task_drop_handle(h);
     return 0;
 }
 
-WEFT_EXPORT int weft_task_cancel(weft_task *t)
+WEFT_EXPORT int weft_task_cancel(weft_task *h)
 {
-    if (!t)
+    if (!h)
         return -EINVAL;
-    if (weft__task_lifecycle(atomic_load_explicit(
-            &t->state, memory_order_acquire)) == WEFT__T_COMPLETE)
-        return 0;
+    /* A reference for the moment, so that the run record stays while we
+     * use it: taken only from a task that has not ended (nobody gains a
+     * reference to an ended task: task.h), so ended means nothing to do.
+     * Acquire: as a claim's, the run record's fields are seen. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    do {
+        if (weft__task_lifecycle(s) == WEFT__T_COMPLETE)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &h->state, &s, s + WEFT__T_REF, memory_order_acquire,
+        memory_order_acquire));
+    struct weft__task *t = h->run;
     /* seq_cst, an exchange (base/storeload.h): against an await entering
      * t's waiter slot (await.c); other blocking points read the flag
      * under wait_lock (wait.c). */
@@ -253,33 +289,43 @@ WEFT_EXPORT int weft_task_cancel(weft_task *t)
     if (t->cur_wait)
         weft__wait_cancel(t->cur_wait);
     weft__spin_unlock(&t->wait_lock);
+    weft__task_unref(t, 1);
     return 0;
 }
 
 WEFT_EXPORT weft_task *weft_task_current(void)
 {
-    struct weft_task *self = weft__task_current();
-    return self ? weft__task_body(self) : NULL;
+    struct weft__task *self = weft__task_current();
+    return self ? weft__task_body(self)->done : NULL;
 }
 
-WEFT_EXPORT const char *weft_task_name(const weft_task *t)
+WEFT_EXPORT const char *weft_task_name(const weft_task *h)
 {
-    return t ? t->co.name : "";
+    if (!h)
+        return "";
+    /* A task that was never named is "task", and may have given its run
+     * record back; a named one (KEEP) keeps it, and its name there. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    return s & WEFT__T_KEEP ? h->run->co.name : "task";
 }
 
-WEFT_EXPORT uint64_t weft_task_id(const weft_task *t)
+WEFT_EXPORT uint64_t weft_task_id(const weft_task *h)
 {
-    return t ? atomic_load_explicit(&t->co.id, memory_order_relaxed) : 0;
+    return h ? h->id : 0;
 }
 
 WEFT_EXPORT int weft_task_set_name(const char *name)
 {
     if (!name)
         return -EINVAL;
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     if (!self)
         return -EPERM;
-    struct weft_task *t = weft__task_body(self);
+    struct weft__task *t = weft__task_body(self);
+    /* Its run record now stays as long as its handle, for the name (a
+     * running task's state word changes under others' RMWs: one of ours). */
+    atomic_fetch_or_explicit(&t->done->state, WEFT__T_KEEP,
+                             memory_order_relaxed);
     /* Under wait_lock: the dump copies the name under it (dump.c). */
     weft__spin_lock(&t->wait_lock);
     t->co.name = weft__coro_name_copy(weft__record_name_buf(t), name);

@@ -45,11 +45,16 @@
  * in a post-switch action, after its registers are saved ("Publish after
  * save").
  *
- * References: the handle (until await, sync_wait or detach consumes it),
- * the task's life (until COMPLETE), and one per run-queue entry.  A queue
- * entry can outlive its purpose: an awaiter may claim a queued task that
- * never started and run it inline (await.c); the stale entry is dropped
- * when popped.  The record is freed when the count reaches zero.
+ * References: the handle (until await, sync_wait or detach consumes it;
+ * HANDLE is set while it is held), the task's life (until COMPLETE), one
+ * per run-queue entry, and one that weft_task_cancel holds for a moment.
+ * A queue entry can outlive its purpose: an awaiter may claim a queued
+ * task that never started and run it inline (await.c); the stale entry is
+ * dropped when popped.  Both records are freed when the count reaches
+ * zero; the run record earlier, when the only reference left is the
+ * handle's and KEEP is clear (weft__task_settle): nobody gains a
+ * reference to a COMPLETE task, so that moment comes once, to the owner
+ * whose drop made it.
  */
 enum {
     WEFT__T_IDLE = 0,
@@ -59,6 +64,10 @@ enum {
     WEFT__T_LIFECYCLE = 3,
     WEFT__T_NOTIFIED = 4,
     WEFT__T_STARTED = 8,   /* has been claimed to run at least once */
+    WEFT__T_HANDLE = 16,   /* the handle is held (and counted)          */
+    WEFT__T_KEEP = 32,     /* the run record lives as long as the handle */
+    WEFT__T_LAZY = 64,     /* made by weft_task_create, not yet started
+                              (the handle holder's flag)                */
 };
 #define WEFT__T_REF ((uint64_t)1 << 8)
 
@@ -71,38 +80,53 @@ struct weft__driver;
 struct weft__wait;
 struct weft__worker;
 
+/*
+ * A task is two records (docs/design.md, "The task state machine"):
+ *
+ *   - its handle, struct weft_task (the public weft_task): the state word,
+ *     the waiter slot, the result and the id, 40 bytes, from a cache of
+ *     its own (records.c).  It lives while anyone holds a reference: the
+ *     handle, the task's life, a queue entry.
+ *   - its run record, struct weft__task (below): the context, the links,
+ *     everything a task needs while it can still run.  A plain task's
+ *     run record goes back to its cache as soon as nothing but the handle
+ *     refers to the task (it ended, and no queue entry is left), so a
+ *     finished task that nobody has awaited yet costs its handle only
+ *     (Go reuses a dead goroutine's g the same way).  A task with a room
+ *     or a name keeps its run record as long as its handle (KEEP below):
+ *     the room and the name are read through the handle after the end.
+ *
+ * Whoever holds a reference may read the run record through the handle
+ * only while the state word says the task has one: not ended, or KEEP.
+ * The scheduler's code holds the run record (queues, waits, the running
+ * task) and reaches the state through `done`.
+ */
 struct weft_task {
-    struct weft_coro co;          /* context and chain record; HOSTED     */
+    /* result and id first: a free handle's cache node covers them
+     * (records.c), not the state word, which await's look at a deque's
+     * bottom may read in a handle just freed (await.c, is_complete). */
+    void *result;
+    uint64_t id;                  /* = run->co.id, for after the run      */
     _Atomic uint64_t state;       /* lifecycle | flags | refs             */
     _Atomic uintptr_t waiter;     /* see WEFT__WAITER_*                   */
+    struct weft__task *run;       /* its run record (see above)           */
+};
+
+struct weft__task {
+    struct weft_coro co;          /* context and chain record; HOSTED     */
+    struct weft_task *done;       /* its handle record                    */
+    /* From qnode to cancelled: the window where a room may live in a
+     * free record (records.c, "Rooms"). */
     struct cds_wfcq_node qnode;   /* link in a global queue               */
     weft_pool *pool;              /* home: the pool it belongs to, or     */
     struct weft__driver *driver;  /* the sync_wait thread it belongs to   */
     void *arg;
-    void *result;
     /* In at most one list at a time: a driver's queue, a worker's yielded
      * FIFO (both hold a SCHEDULED task), or a free list of records. */
-    struct weft_task *link;
-    weft_pool *spawned_on;        /* set by weft_spawn, never changed     */
+    struct weft__task *link;
     /* The task whose body runs inline on this task's stack now (the
      * innermost, see await.c), or NULL: the calling task, to weft_await. */
-    struct weft_task *inlined;
-    /* Cancellation (wait.c): the flag stays set once cancelled; the
-     * current wait is the record weft_task_cancel decides, under the
-     * lock. */
-    _Atomic uint32_t cancelled;
-    weft__spinlock wait_lock;
-    struct weft__wait *cur_wait;
-    bool started;                 /* has a context (its runner's field)   */
-    bool lazy;                    /* made by weft_task_create and not yet
-                                     started (the handle holder's field) */
-    /* Where arg, the room of weft_task_create_with, lives (WEFT__ROOM_*),
-     * so that the record's free frees it too.  In the padding before
-     * stack_size: the record does not grow for it. */
-    uint8_t room;
-    /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
-     * beside the flags, where it costs the record nothing. */
-    uint32_t stack_size;
+    struct weft__task *inlined;
     /* The worker whose thread it must continue on, or NULL: set by the
      * task itself around a park inside a call of the interposition
      * library (sched/hook.c), whose caller may keep a thread-local's
@@ -112,24 +136,50 @@ struct weft_task {
      * the home, and the wait record that the waker took from the task
      * carries the happens-before (wait.c). */
     struct weft__worker *pin;
-    /* For the observers (sched/observe.h), who read them racily: the
+    /* For the observers (sched/observe.h), who read it racily: the
      * worker that ran it last (set by the scheduler loop that found it,
      * and by a continuation's switch; stale for a task run elsewhere
-     * since: compared, never followed, by the dump), and the trace's flow
-     * from the wake that queued it last (trace.c; taken by each run; in a
-     * fresh record, whatever malloc left, which the trace's writer drops:
-     * a flow that ends without a start). */
+     * since: compared, never followed, by the dump). */
     const struct weft__worker *ran_on;
+    /* The trace's flow from the wake that queued it last (trace.c; taken
+     * by each run; in a fresh record, whatever was there, which the
+     * trace's writer drops: a flow that ends without a start). */
     _Atomic uint64_t trace_flow;
+    /* Cancellation (wait.c): the flag stays set once cancelled; the
+     * current wait is the record weft_task_cancel decides, under the
+     * lock. */
+    _Atomic uint32_t cancelled;
+    weft__spinlock wait_lock;
+    struct weft__wait *cur_wait;
+    /* Set by weft_spawn and weft_task_start, never changed after; atomic
+     * because await's inline start reads it through a handle before it
+     * owns the task (await.c, try_inline). */
+    _Atomic(weft_pool *) spawned_on;
+    bool started;                 /* has a context (its runner's field)   */
+    /* Where arg, the room of weft_task_create_with, lives (WEFT__ROOM_*),
+     * so that the record's free frees it too. */
+    uint8_t room;
+    /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
+     * beside the flags, where it costs the record nothing.  Atomic: read
+     * as spawned_on is. */
+    _Atomic uint32_t stack_size;
 };
 
 /* Whether a task record is in use (for the observers, who walk free
  * records too): task_new makes co.flags HOSTED, and a free record's
  * flags are 0 (records.c). */
 WEFT_RACY_READS static inline bool
-weft__task_record_live(const struct weft_task *t)
+weft__task_record_live(const struct weft__task *t)
 {
     return *(const volatile uint32_t *)&t->co.flags & WEFT__CORO_HOSTED;
+}
+
+/* t's handle, for a reader who may not own t (the observers, await's look
+ * at a deque's bottom): task_new stores it atomically for them.  A
+ * handle stays mapped while a walk holds chunks_lock (records.c). */
+static inline struct weft_task *weft__task_done_racy(struct weft__task *t)
+{
+    return __atomic_load_n(&t->done, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t weft__task_refs(uint64_t s)
@@ -142,14 +192,14 @@ static inline uint64_t weft__task_lifecycle(uint64_t s)
     return s & WEFT__T_LIFECYCLE;
 }
 
-static inline struct weft_task *weft__task_of(struct weft_coro *co)
+static inline struct weft__task *weft__task_of(struct weft_coro *co)
 {
-    return (struct weft_task *)co; /* co is the first member */
+    return (struct weft__task *)co; /* co is the first member */
 }
 
 /* The task running on this thread, or NULL (plain thread, or a standalone
  * coroutine).  Read afresh: safe after a switch. */
-static inline struct weft_task *weft__task_current(void)
+static inline struct weft__task *weft__task_current(void)
 {
     struct weft_coro *c = weft__tls_fresh()->current;
     return (c->flags & WEFT__CORO_HOSTED) ? weft__task_of(c) : NULL;
@@ -158,7 +208,7 @@ static inline struct weft_task *weft__task_current(void)
 /* The task whose body runs on self's stack now: the innermost task run
  * inline there (await.c), or self.  Cancellation belongs to it.  Only
  * self's own code changes `inlined`, so no ordering is needed. */
-static inline struct weft_task *weft__task_body(struct weft_task *self)
+static inline struct weft__task *weft__task_body(struct weft__task *self)
 {
     return self->inlined ? self->inlined : self;
 }
@@ -171,30 +221,30 @@ static inline struct weft_task *weft__task_body(struct weft_task *self)
  * (negative: drop), with memory order `mo` on the store.  Returns the new
  * word.
  */
-uint64_t weft__task_set(struct weft_task *t, uint64_t lc, uint64_t clear,
+uint64_t weft__task_set(struct weft__task *t, uint64_t lc, uint64_t clear,
                         int64_t refs, memory_order mo);
 
 /* Claim an IDLE task for running (IDLE -> RUNNING); false if it was not
  * IDLE (then a wake or another claim has it). */
-bool weft__task_claim_idle(struct weft_task *t);
+bool weft__task_claim_idle(struct weft__task *t);
 
 /* Claim a task taken from a run queue (SCHEDULED -> RUNNING, STARTED set,
  * the entry's reference consumed); false if the entry was stale (its
  * reference is dropped then). */
-bool weft__task_claim_queued(struct weft_task *t);
+bool weft__task_claim_queued(struct weft__task *t);
 
 /* RUNNING -> SCHEDULED (dropping NOTIFIED: being queued answers it), plus
  * the queue entry's reference; the caller then queues it. */
-void weft__task_make_scheduled(struct weft_task *t);
+void weft__task_make_scheduled(struct weft__task *t);
 
 /* Wake t: queue it on its home (it must be IDLE or RUNNING; any other state
  * means a wake is already under way, or it ended). */
-void weft__task_wake(struct weft_task *t);
+void weft__task_wake(struct weft__task *t);
 /* The same, behind everything already queued on its pool (the global
  * queue): for a batch of wakes, as the netpoller's, that must run in the
  * order they came rather than newest first (the LIFO slot and the deque's
  * owner end), or a stream of new readiness starves the oldest. */
-void weft__task_wake_fifo(struct weft_task *t);
+void weft__task_wake_fifo(struct weft__task *t);
 
 /*
  * weft__task_park - in a post-switch action: t (whose context is saved)
@@ -202,10 +252,18 @@ void weft__task_wake_fifo(struct weft_task *t);
  * on its home; else it is IDLE.  Returns NULL (nothing for the action to
  * run next).
  */
-struct weft_task *weft__task_park(struct weft_task *t);
+struct weft__task *weft__task_park(struct weft__task *t);
 
-/* Drop n references; frees the record at zero. */
-void weft__task_unref(struct weft_task *t, uint64_t n);
+/* Drop n references that are not the handle's; frees the records (or the
+ * run record alone: see the top) when that was the last. */
+void weft__task_unref(struct weft__task *t, uint64_t n);
+
+/* After a drop of run-side references whose RMW left the state word `n`:
+ * free what nobody refers to any more (see the top). */
+void weft__task_settle(struct weft__task *t, uint64_t n);
+
+/* Drop the handle's reference (await, sync_wait, detach consume it). */
+void weft__task_drop_handle(struct weft_task *h);
 
 /* ----------------------------------------------------- running (task_run.c) */
 
@@ -214,7 +272,7 @@ void weft__task_unref(struct weft_task *t, uint64_t n);
  * run t (claimed, RUNNING) and whatever the post-switch actions hand back,
  * until control returns with nothing to run.
  */
-void weft__task_run(struct weft_task *t);
+void weft__task_run(struct weft__task *t);
 
 /*
  * weft__task_suspend - in a task: save its context, switch to this
@@ -232,23 +290,23 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
 
 /* In task self: suspend until something wakes it (weft__task_wake); the
  * caller has already made itself findable by its waker. */
-void weft__task_block(struct weft_task *self);
+void weft__task_block(struct weft__task *self);
 
 /* Give t its stack and first context on the thread that starts it, in
  * home `pool` (its stack size may come from there; NULL: a driver).
  * Returns 0, or -ENOMEM with nothing changed. */
-int weft__task_prepare(struct weft_task *t, const weft_pool *pool);
+int weft__task_prepare(struct weft__task *t, const weft_pool *pool);
 
 /* The stack size t's body is promised (its own, its pool's, or the
  * default). */
-size_t weft__task_declared_stack(const struct weft_task *t,
+size_t weft__task_declared_stack(const struct weft__task *t,
                                  const weft_pool *pool);
 
 /* --------------------------------------------- join (driver.c) */
 
 /* weft_task_join (await.c) on a plain thread: as weft_sync_wait, but
  * returns 0 once t has ended with its handle unconsumed. */
-int weft__sync_wait_keep(struct weft_task *t);
+int weft__sync_wait_keep(struct weft_task *h);
 
 /* ----------------------------------------------------- records (records.c) */
 
@@ -258,19 +316,23 @@ int weft__sync_wait_keep(struct weft_task *t);
 enum { WEFT__ROOM_NONE = 0, WEFT__ROOM_RECORD = 1, WEFT__ROOM_HEAP = 2 };
 
 /* A record from this thread's cache (or a fresh chunk); NULL: no memory. */
-struct weft_task *weft__record_alloc(void);
+struct weft__task *weft__record_alloc(void);
+/* A handle record, the same way; NULL: no memory. */
+struct weft_task *weft__handle_alloc(void);
+/* Back to this thread's cache. */
+void weft__handle_free(struct weft_task *h);
 /* Back to this thread's cache, with its room's memory (a host record
  * stays with it: records.c). */
-void weft__record_free(struct weft_task *t);
+void weft__record_free(struct weft__task *t);
 /* A room of WEFT_TASK_ROOM bytes for t, in a second record (its host),
  * kept from t's last use or taken from the cache (see records.c for which
  * of its bytes, and why those); sets t->arg and t->room.  false: no
  * memory. */
-bool weft__record_room(struct weft_task *t);
+bool weft__record_room(struct weft__task *t);
 /* t (room WEFT__ROOM_RECORD) gives its host back to the cache. */
-void weft__record_unroom(struct weft_task *t);
+void weft__record_unroom(struct weft__task *t);
 /* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
-char *weft__record_name_buf(struct weft_task *t);
+char *weft__record_name_buf(struct weft__task *t);
 /* The calling thread, a pool's, keeps a full cache of free records
  * (other threads keep one: records.c). */
 void weft__records_worker_thread(void);
@@ -306,7 +368,7 @@ const struct weft__record_chunk *weft__records_first(void);
 const struct weft__record_chunk *
 weft__records_next(const struct weft__record_chunk *c);
 /* The records of chunk c, and how many (*n). */
-struct weft_task *weft__records_of(const struct weft__record_chunk *c,
+struct weft__task *weft__records_of(const struct weft__record_chunk *c,
                                    unsigned *n);
 
 #endif /* WEFT_SCHED_TASK_H */

@@ -39,16 +39,16 @@
 
 static void task_entry(void *val, void *arg);
 
-size_t weft__task_declared_stack(const struct weft_task *t,
+size_t weft__task_declared_stack(const struct weft__task *t,
                                  const weft_pool *pool)
 {
-    size_t size = t->stack_size;
+    size_t size = atomic_load_explicit(&t->stack_size, memory_order_relaxed);
     if (!size && pool)
         size = pool->stack_size;
     return size ? size : WEFT_STACK_DEFAULT;
 }
 
-int weft__task_prepare(struct weft_task *t, const weft_pool *pool)
+int weft__task_prepare(struct weft__task *t, const weft_pool *pool)
 {
     size_t size = weft__task_declared_stack(t, pool);
     /* Twice over, for the bodies it may run inline (see the top). */
@@ -73,7 +73,7 @@ int weft__task_prepare(struct weft_task *t, const weft_pool *pool)
  * end give their stacks back.  Its body has not run, so it holds nothing
  * meanwhile, and a drain waits for it like for any queued task.
  */
-static void start_later(struct weft_task *t)
+static void start_later(struct weft__task *t)
 {
     weft_pool *pool = t->pool; /* before it is SCHEDULED */
     weft__task_make_scheduled(t);
@@ -115,7 +115,7 @@ static __attribute__((noinline)) void switch_out_slow(struct weft_coro *self,
     }
 }
 
-void weft__task_run(struct weft_task *t)
+void weft__task_run(struct weft__task *t)
 {
     /* The scheduler context never changes thread, so these stay ours
      * across the switches below. */
@@ -129,7 +129,7 @@ void weft__task_run(struct weft_task *t)
         th->switches++; /* for the monitor: worker.h, th */
         if (weft__trace_on())
             trace_switch(NULL, &t->co);
-        struct weft_task *next = NULL;
+        struct weft__task *next = NULL;
         /* Back when the task (or a chain it handed control to) switches
          * to this scheduler; the post-switch action's result lands in
          * `next`. */
@@ -165,7 +165,7 @@ static void *park_action(void *arg, void *val)
     return weft__task_park(arg);
 }
 
-void weft__task_block(struct weft_task *self)
+void weft__task_block(struct weft__task *self)
 {
     weft__task_suspend(park_action, self);
 }
@@ -175,7 +175,7 @@ void weft__task_block(struct weft_task *self)
  * first: pool.c, "Time, not rounds"), or to this sync_wait driver and no
  * pool. */
 static bool at_home(const struct weft__sched_thread *st,
-                    const struct weft_task *a)
+                    const struct weft__task *a)
 {
     if (st->worker)
         return a->pool == st->worker->pool &&
@@ -188,7 +188,7 @@ static bool at_home(const struct weft__sched_thread *st,
  * may its stack be reused and its record be freed. */
 static void *finish_action(void *arg, void *val)
 {
-    struct weft_task *t = arg;
+    struct weft__task *t = arg;
     weft__stack_free(&t->co.stack);
     if (t->pool)
         weft__pool_leave(t->pool);
@@ -197,12 +197,11 @@ static void *finish_action(void *arg, void *val)
      * owner's writes. */
     uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -1,
                                 memory_order_acq_rel);
-    if (weft__task_refs(n) == 0)
-        weft__record_free(t);
+    weft__task_settle(t, n);
     return val;
 }
 
-static _Noreturn void task_finish(struct weft_task *t)
+static _Noreturn void task_finish(struct weft__task *t)
 {
     struct weft__thread *th = weft__tls_fresh();
     bool observed = t->co.flags & WEFT__CORO_OBSERVED;
@@ -219,12 +218,12 @@ static _Noreturn void task_finish(struct weft_task *t)
 
     /* Release: the result is visible to whoever sees DONE.  Acquire: the
      * awaiter's registration (its saved context) is visible to us. */
-    uintptr_t w = atomic_exchange_explicit(&t->waiter, WEFT__WAITER_DONE,
+    uintptr_t w = atomic_exchange_explicit(&t->done->waiter, WEFT__WAITER_DONE,
                                            memory_order_acq_rel);
     if (w & WEFT__WAITER_THREAD) {
         weft__driver_finish((struct weft__driver *)(w & ~WEFT__WAITER_THREAD));
     } else if (w) {
-        struct weft_task *a = (struct weft_task *)w;
+        struct weft__task *a = (struct weft__task *)w;
         struct weft__sched_thread *st = weft__sched_fresh();
         if (at_home(st, a) && weft__task_claim_idle(a)) {
             /* Continuation chaining: no queue round trip. */
@@ -254,8 +253,8 @@ static _Noreturn void task_finish(struct weft_task *t)
 static void task_entry(void *val, void *arg)
 {
     (void)val;
-    struct weft_task *t = arg;
+    struct weft__task *t = arg;
     weft__san_arrived(&t->co.san);
-    t->result = t->co.fn(t->arg);
+    t->done->result = t->co.fn(t->arg);
     task_finish(t);
 }

@@ -24,14 +24,14 @@ static inline uint64_t with_lifecycle(uint64_t s, uint64_t lc)
     return (s & ~(uint64_t)WEFT__T_LIFECYCLE) | lc;
 }
 
-uint64_t weft__task_set(struct weft_task *t, uint64_t lc, uint64_t clear,
+uint64_t weft__task_set(struct weft__task *t, uint64_t lc, uint64_t clear,
                         int64_t refs, memory_order mo)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     uint64_t n;
     do
         n = (with_lifecycle(s, lc) & ~clear) + (uint64_t)refs * WEFT__T_REF;
-    while (!atomic_compare_exchange_weak_explicit(&t->state, &s, n, mo,
+    while (!atomic_compare_exchange_weak_explicit(&t->done->state, &s, n, mo,
                                                   memory_order_relaxed));
     return n;
 }
@@ -44,26 +44,30 @@ uint64_t weft__task_set(struct weft_task *t, uint64_t lc, uint64_t clear,
  * too: it may be the one that meets the creator's release (ThreadSanitizer
  * checks that).
  */
-static bool move(struct weft_task *t, uint64_t from, uint64_t to,
+static bool move(struct weft__task *t, uint64_t from, uint64_t to,
                  uint64_t flags, int64_t refs)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    /* The handle is read before the state, so the same holds for it: an
+     * acquire that meets task_new's release (task.c), for a claimer
+     * whose record came through liburcu's queue. */
+    struct weft_task *h = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     do {
         if (weft__task_lifecycle(s) != from)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(
-        &t->state, &s,
+        &h->state, &s,
         (with_lifecycle(s, to) | flags) + (uint64_t)refs * WEFT__T_REF,
         memory_order_acquire, memory_order_relaxed));
     return true;
 }
 
-bool weft__task_claim_idle(struct weft_task *t)
+bool weft__task_claim_idle(struct weft__task *t)
 {
     return move(t, WEFT__T_IDLE, WEFT__T_RUNNING, 0, 0);
 }
 
-bool weft__task_claim_queued(struct weft_task *t)
+bool weft__task_claim_queued(struct weft__task *t)
 {
     /* The entry's reference goes with the entry.  Acquire pairs with the
      * release that queued it (spawn, wake), also when the queue in between
@@ -75,7 +79,7 @@ bool weft__task_claim_queued(struct weft_task *t)
     return false;
 }
 
-void weft__task_make_scheduled(struct weft_task *t)
+void weft__task_make_scheduled(struct weft__task *t)
 {
     /* Release: the context saved before this action is visible to the
      * thread that claims the queue entry. */
@@ -83,26 +87,69 @@ void weft__task_make_scheduled(struct weft_task *t)
                    memory_order_release);
 }
 
-void weft__task_unref(struct weft_task *t, uint64_t n)
+/* Both records go: nobody refers to the task any more.  A run record
+ * given back earlier (see below) is not given back again. */
+static void free_task(struct weft__task *t, struct weft_task *h,
+                      bool run_gone)
 {
+    if (!run_gone)
+        weft__record_free(t);
+    weft__handle_free(h);
+}
+
+void weft__task_settle(struct weft__task *t, uint64_t n)
+{
+    if (weft__task_refs(n) == 0)
+        free_task(t, t->done, false);
+    else if (weft__task_refs(n) == 1 && (n & WEFT__T_HANDLE) &&
+             !(n & WEFT__T_KEEP))
+        /* Only the handle is left (so the task ended, and no queue entry
+         * is left): the run record goes now, the handle when consumed. */
+        weft__record_free(t);
+}
+
+void weft__task_unref(struct weft__task *t, uint64_t n)
+{
+    struct weft_task *h = t->done;
     /* An ended task whose references are all ours is ours alone: nobody
-     * else holds one, and nobody can gain one (only a wake of an IDLE
-     * task adds a reference without holding one).  Then no RMW (TBB's
+     * else holds one, and nobody can gain one (a wake and a cancel add a
+     * reference only to a task that has not ended).  Then no RMW (TBB's
      * rule: the shared count only on the last transition): a stale
-     * queue entry of an awaited fork-join child, the handle of a task
-     * that ended first.  Acquire: it reads the last of the other owners'
-     * release RMWs, so their writes come before the free. */
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+     * queue entry of an awaited fork-join child.  (The handle's reference
+     * is never ours here, so a held handle takes the RMW.)  Acquire: it
+     * reads the last of the other owners' release RMWs, so their writes
+     * come before the free. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
         weft__task_refs(s) == n) {
-        weft__record_free(t);
+        free_task(t, h, false);
         return;
     }
     /* acq_rel: the last one out sees every other owner's writes. */
-    uint64_t old = atomic_fetch_sub_explicit(&t->state, n * WEFT__T_REF,
+    uint64_t old = atomic_fetch_sub_explicit(&h->state, n * WEFT__T_REF,
                                              memory_order_acq_rel);
-    if (weft__task_refs(old) == n)
-        weft__record_free(t);
+    weft__task_settle(t, old - n * WEFT__T_REF);
+}
+
+void weft__task_drop_handle(struct weft_task *h)
+{
+    /* An ended task whose one reference is the handle's (awaited, or
+     * joined as weft.hpp's get() does): ours alone, freed without an RMW.
+     * Its run record went when the handle's became the only reference,
+     * unless KEEP kept it.  Acquire: as weft__task_unref's. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
+        weft__task_refs(s) == 1) {
+        free_task(h->run, h, !(s & WEFT__T_KEEP));
+        return;
+    }
+    /* HANDLE is set while the handle is held: subtracting it clears it. */
+    uint64_t old = atomic_fetch_sub_explicit(
+        &h->state, WEFT__T_REF + WEFT__T_HANDLE, memory_order_acq_rel);
+    if (weft__task_refs(old) == 1)
+        /* The run side's last drop left only ours: it gave the run
+         * record back then, unless KEEP. */
+        free_task(h->run, h, !(old & WEFT__T_KEEP));
 }
 
 /*
@@ -112,7 +159,7 @@ void weft__task_unref(struct weft_task *t, uint64_t n)
  * global queue) is invisible to ThreadSanitizer.  Only a running task
  * changes its home, so the value read before is still right.
  */
-static void enqueue_home(struct weft_task *t, weft_pool *pool,
+static void enqueue_home(struct weft__task *t, weft_pool *pool,
                          struct weft__driver *driver,
                          struct weft__worker *pin, bool fifo)
 {
@@ -129,7 +176,7 @@ static void enqueue_home(struct weft_task *t, weft_pool *pool,
 /* A wake while tracing: its flow is recorded before the task is queued
  * (before anyone can claim it).  Out of line, and called last, so that
  * the untraced wake keeps nothing across a call. */
-static __attribute__((noinline)) void wake_traced(struct weft_task *t,
+static __attribute__((noinline)) void wake_traced(struct weft__task *t,
                                                   weft_pool *pool,
                                                   struct weft__driver *driver,
                                                   struct weft__worker *pin,
@@ -139,9 +186,9 @@ static __attribute__((noinline)) void wake_traced(struct weft_task *t,
     enqueue_home(t, pool, driver, pin, fifo);
 }
 
-static void wake(struct weft_task *t, bool fifo)
+static void wake(struct weft__task *t, bool fifo)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     for (;;) {
         switch (weft__task_lifecycle(s)) {
         case WEFT__T_IDLE: {
@@ -149,7 +196,7 @@ static void wake(struct weft_task *t, bool fifo)
             struct weft__driver *driver = t->driver;
             struct weft__worker *pin = t->pin;
             if (atomic_compare_exchange_weak_explicit(
-                    &t->state, &s,
+                    &t->done->state, &s,
                     with_lifecycle(s, WEFT__T_SCHEDULED) + WEFT__T_REF,
                     memory_order_acq_rel, memory_order_relaxed)) {
                 if (weft__trace_on()) {
@@ -167,7 +214,7 @@ static void wake(struct weft_task *t, bool fifo)
             if (s & WEFT__T_NOTIFIED)
                 return;
             if (atomic_compare_exchange_weak_explicit(
-                    &t->state, &s, s | WEFT__T_NOTIFIED, memory_order_acq_rel,
+                    &t->done->state, &s, s | WEFT__T_NOTIFIED, memory_order_acq_rel,
                     memory_order_relaxed))
                 return;
             break;
@@ -177,19 +224,19 @@ static void wake(struct weft_task *t, bool fifo)
     }
 }
 
-void weft__task_wake(struct weft_task *t)
+void weft__task_wake(struct weft__task *t)
 {
     wake(t, false);
 }
 
-void weft__task_wake_fifo(struct weft_task *t)
+void weft__task_wake_fifo(struct weft__task *t)
 {
     wake(t, true);
 }
 
-struct weft_task *weft__task_park(struct weft_task *t)
+struct weft__task *weft__task_park(struct weft__task *t)
 {
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     for (;;) {
         if (s & WEFT__T_NOTIFIED) {
             /* A wake came while it was running: keep it, as a requeue. */
@@ -202,7 +249,7 @@ struct weft_task *weft__task_park(struct weft_task *t)
         }
         /* Release: a thread that claims it (acquire) sees its context. */
         if (atomic_compare_exchange_weak_explicit(
-                &t->state, &s, with_lifecycle(s, WEFT__T_IDLE),
+                &t->done->state, &s, with_lifecycle(s, WEFT__T_IDLE),
                 memory_order_release, memory_order_relaxed))
             return NULL;
     }

@@ -213,7 +213,7 @@ WEFT_OPAQUE void weft__trace_name(uint64_t id, const char *name)
     append_end(b);
 }
 
-WEFT_OPAQUE void weft__trace_wake(struct weft_task *t)
+WEFT_OPAQUE void weft__trace_wake(struct weft__task *t)
 {
     struct buffer *b = append_begin();
     if (!b)
@@ -225,7 +225,7 @@ WEFT_OPAQUE void weft__trace_wake(struct weft_task *t)
     append_end(b);
 }
 
-WEFT_OPAQUE void weft__trace_run(struct weft_task *t)
+WEFT_OPAQUE void weft__trace_run(struct weft__task *t)
 {
     struct buffer *b = append_begin();
     if (!b)

@@ -42,14 +42,12 @@
 #include <errno.h>
 #include <stdio.h>
 
-/* Await: the task awaited. */
+/* Await: the task awaited, by its handle, which the awaiter holds (so it
+ * lives) while the wait is listed. */
 static void describe_await(const struct weft__wait *w, char *buf, size_t n)
 {
-    uint64_t id = weft__observe_task_id(w->obj);
-    if (id)
-        snprintf(buf, n, "task %llu", (unsigned long long)id);
-    else
-        snprintf(buf, n, "task at %p", w->obj);
+    const struct weft_task *h = w->obj;
+    snprintf(buf, n, "task %llu", (unsigned long long)h->id);
 }
 
 const struct weft__wait_kind weft__wait_sleep = {WEFT__WR_SLEEP, "sleep", 0,
@@ -59,17 +57,17 @@ const struct weft__wait_kind weft__wait_await = {WEFT__WR_AWAIT, "await", 0,
 
 bool weft__cancelled(void)
 {
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     return self && atomic_load_explicit(&weft__task_body(self)->cancelled,
                                         memory_order_acquire);
 }
 
 /* The record's fields (kind and obj are the inline caller's, wait.h). */
-static struct weft_task *setup(struct weft__wait *w, uint64_t deadline,
+static struct weft__task *setup(struct weft__wait *w, uint64_t deadline,
                                void (*end)(struct weft__wait *w, uint32_t),
                                uintptr_t data)
 {
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     w->task = self;
     w->holder = self ? weft__task_body(self) : NULL;
     w->deadline = deadline;
@@ -94,7 +92,7 @@ void weft__wait_setup_nocancel(struct weft__wait *w, uint64_t deadline)
      * leaves it alone (see the top), and the flag is not read. */
     if (!setup(w, deadline, NULL, 0))
         return;
-    struct weft_task *h = w->holder;
+    struct weft__task *h = w->holder;
     weft__spin_lock(&h->wait_lock);
     h->cur_wait = w;
     weft__spin_unlock(&h->wait_lock);
@@ -106,7 +104,7 @@ int weft__wait_setup_hook(struct weft__wait *w, uint64_t deadline,
 {
     if (!setup(w, deadline, end, data))
         return 0;
-    struct weft_task *h = w->holder;
+    struct weft__task *h = w->holder;
     weft__spin_lock(&h->wait_lock);
     /* Acquire-free: the lock orders us against weft_task_cancel. */
     bool cancelled = atomic_load_explicit(&h->cancelled, memory_order_relaxed);
@@ -180,7 +178,7 @@ void weft__wait_cancel(struct weft__wait *w)
         decide(w, WEFT__W_CANCELED);
 }
 
-struct weft__timers *weft__task_timer_add(struct weft_task *t,
+struct weft__timers *weft__task_timer_add(struct weft__task *t,
                                           struct weft__timer *tm,
                                           uint64_t deadline,
                                           void (*fire)(struct weft__timer *))
@@ -232,7 +230,7 @@ void weft__wait_abandon(struct weft__wait *w)
 
 uint32_t weft__wait_block(struct weft__wait *w)
 {
-    struct weft_task *self = w->task;
+    struct weft__task *self = w->task;
     if (!self) {
         /* Exactly one unpark comes per wait, from the party that decides
          * the outcome (ourselves at the deadline, if our CAS wins); block
@@ -269,7 +267,7 @@ uint32_t weft__wait_block(struct weft__wait *w)
 
 void weft__wait_leave(struct weft__wait *w)
 {
-    struct weft_task *h = w->holder;
+    struct weft__task *h = w->holder;
     if (!h)
         return;
     weft__spin_lock(&h->wait_lock);

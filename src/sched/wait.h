@@ -53,7 +53,7 @@
 #include "sched/parker.h"
 #include "sched/timer.h"
 
-struct weft_task;
+struct weft__task;
 
 enum {
     WEFT__W_PENDING = 0,
@@ -65,10 +65,10 @@ enum {
 struct weft__wait {
     struct weft__timer timer;        /* first: the callback casts back     */
     _Atomic uint32_t outcome;        /* WEFT__W_*                           */
-    struct weft_task *task;          /* the waiting task, or NULL: thread  */
+    struct weft__task *task;          /* the waiting task, or NULL: thread  */
     /* Whose cancellation ends the wait: the task whose body waits, which
      * is `task` or a task run inline on its stack (weft__task_body). */
-    struct weft_task *holder;
+    struct weft__task *holder;
     struct weft__parker parker;      /* a waiting thread's                  */
     uint64_t deadline;               /* absolute ns, 0: none                */
     struct weft__timers *timers;     /* where the timer is armed, or NULL  */
@@ -245,7 +245,7 @@ void weft__wait_resume(struct weft__wait *w);
  * or its sync_wait driver's.  Returns the heap it went on (for the
  * disarm), or NULL for no memory (nothing armed).
  */
-struct weft__timers *weft__task_timer_add(struct weft_task *t,
+struct weft__timers *weft__task_timer_add(struct weft__task *t,
                                           struct weft__timer *tm,
                                           uint64_t deadline,
                                           void (*fire)(struct weft__timer *));

@@ -30,7 +30,7 @@ struct weft__worker {
      * on this warm core (message passing), and thieves take it only as a
      * last resort, or at once from a stuck worker.  Holds a queue entry's
      * reference. */
-    _Atomic(struct weft_task *) lifo;
+    _Atomic(struct weft__task *) lifo;
     unsigned lifo_streak;         /* slot runs in a row (capped)           */
     /* Tasks that yielded here, FIFO, owner only but for a thief's seize
      * while this worker is stuck (sched/yielded.h; no bound: a yielder is
@@ -247,30 +247,30 @@ static inline struct weft__worker *weft__worker_current(void)
  * pool: on the calling worker's own queue if it is one of pool's, else on
  * the global queue; then wake a worker if none is searching.
  */
-void weft__pool_submit(weft_pool *pool, struct weft_task *t);
+void weft__pool_submit(weft_pool *pool, struct weft__task *t);
 
 /* Queue a task woken by the running one: into the calling worker's LIFO
  * slot if it is one of pool's, else as weft__pool_submit. */
-void weft__pool_submit_woken(weft_pool *pool, struct weft_task *t);
+void weft__pool_submit_woken(weft_pool *pool, struct weft__task *t);
 
 /* Queue t behind everything already queued on pool (the global queue):
  * for a yield, which the local deque (LIFO) would run again at once. */
-void weft__pool_submit_fifo(weft_pool *pool, struct weft_task *t);
+void weft__pool_submit_fifo(weft_pool *pool, struct weft__task *t);
 
 /* On a worker of t's pool: queue a task that yields, behind what is queued
  * here (see pool.c). */
-void weft__pool_submit_yield(struct weft__worker *w, struct weft_task *t);
+void weft__pool_submit_yield(struct weft__worker *w, struct weft__task *t);
 /* For a yield on worker w: the yielded task that the scheduler loop would
  * run next, claimed (RUNNING), when nothing else would come first; NULL
  * when the loop must decide (other work, idle workers, a fairness tick)
  * or when w's FIFO is empty (*alone is then set: nothing else waits here,
  * the yield can return at once). */
-struct weft_task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
+struct weft__task *weft__pool_yield_next(struct weft__worker *w, bool *alone);
 
 /* Queue t (SCHEDULED, holding its queue reference), pinned to worker w,
  * on w's own queue of pinned tasks, and wake w if it sleeps: from any
  * thread. */
-void weft__pool_submit_pinned(struct weft__worker *w, struct weft_task *t);
+void weft__pool_submit_pinned(struct weft__worker *w, struct weft__task *t);
 
 /* Something changed that a sleeping worker must see (an earlier timer, an
  * fd the poller should watch): make sure some worker is awake to notice

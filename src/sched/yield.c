@@ -9,7 +9,7 @@
 #include "sched/worker.h"
 
 struct move_args {
-    struct weft_task *self;
+    struct weft__task *self;
     weft_pool *to;
 };
 
@@ -17,7 +17,7 @@ static void *move_action(void *arg, void *val)
 {
     (void)val;
     struct move_args *m = arg;
-    struct weft_task *self = m->self;
+    struct weft__task *self = m->self;
     if (self->pool != m->to) {
         if (self->pool)
             weft__pool_leave(self->pool);
@@ -47,7 +47,7 @@ static void *move_action(void *arg, void *val)
 static void *yield_action(void *arg, void *val)
 {
     (void)val;
-    struct weft_task *self = arg;
+    struct weft__task *self = arg;
     struct weft__worker *w = weft__sched_tls.worker;
     weft__task_make_scheduled(self);
     weft__pool_submit_yield(w, self);
@@ -65,7 +65,7 @@ static void *yield_action(void *arg, void *val)
  */
 WEFT_EXPORT int weft_yield(void)
 {
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     struct weft__worker *w = weft__worker_current();
     if (!self || !w || self->pool != w->pool)
         return -EPERM;
@@ -77,7 +77,7 @@ WEFT_EXPORT int weft_yield(void)
         return 0;
     }
     bool alone;
-    struct weft_task *next = weft__pool_yield_next(w, &alone);
+    struct weft__task *next = weft__pool_yield_next(w, &alone);
     if (alone)
         return 0;
     if (!next) {
@@ -93,7 +93,7 @@ WEFT_EXPORT int weft_schedule(weft_pool *pool)
 {
     if (!pool)
         return -EINVAL;
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     if (!self)
         return -EPERM;
     struct weft__worker *w = weft__worker_current();

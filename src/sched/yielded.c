@@ -23,8 +23,8 @@ void weft__yielded_wait(struct weft__yielded *y)
     }
 }
 
-bool weft__yielded_seize(struct weft__yielded *y, struct weft_task **first,
-                         struct weft_task **last)
+bool weft__yielded_seize(struct weft__yielded *y, struct weft__task **first,
+                         struct weft__task **last)
 {
     if (weft__yielded_looks_empty(y) || !weft__membarrier_ok())
         return false;

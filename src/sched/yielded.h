@@ -60,8 +60,8 @@ struct weft__yielded {
     /* Under the protocol: the owner inside busy, a thief inside seized.
      * Atomic (relaxed) only so that a look from outside (looks_empty) is
      * no data race. */
-    _Atomic(struct weft_task *) head;
-    struct weft_task *tail;
+    _Atomic(struct weft__task *) head;
+    struct weft__task *tail;
     _Atomic uint32_t busy;     /* written by the owner only */
     _Atomic uint32_t seized;   /* 1 while a thief holds the list */
 };
@@ -86,8 +86,8 @@ static inline void weft__yielded_exit(struct weft__yielded *y)
 
 /* Owner: append the list first..last (linked through ->link). */
 static inline void weft__yielded_append(struct weft__yielded *y,
-                                        struct weft_task *first,
-                                        struct weft_task *last)
+                                        struct weft__task *first,
+                                        struct weft__task *last)
 {
     weft__yielded_enter(y);
     last->link = NULL;
@@ -100,10 +100,10 @@ static inline void weft__yielded_append(struct weft__yielded *y,
 }
 
 /* Owner: take the oldest, or NULL. */
-static inline struct weft_task *weft__yielded_pop(struct weft__yielded *y)
+static inline struct weft__task *weft__yielded_pop(struct weft__yielded *y)
 {
     weft__yielded_enter(y);
-    struct weft_task *t = atomic_load_explicit(&y->head, memory_order_relaxed);
+    struct weft__task *t = atomic_load_explicit(&y->head, memory_order_relaxed);
     if (t) {
         atomic_store_explicit(&y->head, t->link, memory_order_relaxed);
         if (!t->link)
@@ -123,7 +123,7 @@ static inline bool weft__yielded_looks_empty(struct weft__yielded *y)
 /* A thief, for a worker that is away: take the whole list into *first and
  * *last; false if the owner is inside an operation, another thief holds
  * it, the list is empty, or membarrier(2) is missing (see the top). */
-bool weft__yielded_seize(struct weft__yielded *y, struct weft_task **first,
-                         struct weft_task **last);
+bool weft__yielded_seize(struct weft__yielded *y, struct weft__task **first,
+                         struct weft__task **last);
 
 #endif /* WEFT_SCHED_YIELDED_H */

@@ -99,7 +99,7 @@ __attribute__((noinline)) static uintptr_t thread_token(void)
 
 uintptr_t weft__mutex_self(void)
 {
-    struct weft_task *t = weft__task_current();
+    struct weft__task *t = weft__task_current();
     return t ? (uintptr_t)t : thread_token();
 }
 

@@ -2505,7 +2505,7 @@ static int mutex_trylock_other(void)
 static void *stack_after_hop(void *arg)
 {
     CHECK_EQ(weft_schedule(arg), 0);
-    struct weft_task *self = weft__task_current();
+    struct weft__task *self = weft__task_current();
     return P(weft__stack_usable(&self->co.stack) >= ((size_t)8 << 20));
 }
 

@@ -317,7 +317,7 @@ struct inline_case {
     bool cancel_host;      /* else cancel the inline task */
     weft_event entered;    /* the inline body is about to wait */
     weft_event release;    /* ends that wait (cancel_host case) */
-    struct weft_task *host_task; /* the awaiter (the running task) */
+    struct weft__task *host_task; /* the awaiter (the running task) */
     weft_task *host, *inner;
     bool was_inline;
     int inner_rc, host_next_rc;

@@ -1570,6 +1570,121 @@ static void test_task_start_runs_on_pool(void **state)
     WT_CLEAN();
 }
 
+/* ------------------------------------------------------------------ */
+/* an ended task's handle outlives its run record                       */
+
+/* Spawn and await many trivial tasks, so that the run records that ended
+ * tasks gave back are made into new tasks: named ones, so that a name
+ * read from a record made anew would show. */
+static void *churn(void *arg)
+{
+    weft_pool *p = weft_pool_current();
+    weft_task_opts o = {.name = "churn"};
+    for (intptr_t i = 0; i < I(arg); i++) {
+        weft_task *t[16];
+        for (int k = 0; k < 16; k++)
+            CHECK_EQ(weft_spawn(&t[k], p, times3, P(k), &o), 0);
+        for (int k = 0; k < 16; k++) {
+            void *r = NULL;
+            CHECK_EQ(weft_await(t[k], &r), 0);
+            CHECK_EQ(I(r), 3 * k);
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A task that ended with its handle held gives its run record back
+ * (docs/design.md, "Memory"); what the handle promises stays: its result,
+ * its id, its name ("task", or the one it was given), an await or a
+ * detach.  Ended tasks of each kind, then churn that makes their records
+ * into other tasks, then every call on the old handles.
+ */
+static void test_ended_handles_outlive_run_records(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    enum { N = 64 };
+    weft_task *plain[N], *named[N], *lazy[N];
+    uint64_t ids[3][N];
+    weft_task_opts o = {.name = "kept"};
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(weft_spawn(&plain[i], p, times3, P(i), NULL), 0);
+        assert_int_equal(weft_spawn(&named[i], p, times3, P(i), &o), 0);
+        assert_int_equal(weft_task_create(&lazy[i], times3, P(i), NULL), 0);
+        assert_int_equal(weft_task_start(lazy[i], p), 0);
+        ids[0][i] = weft_task_id(plain[i]);
+        ids[1][i] = weft_task_id(named[i]);
+        ids[2][i] = weft_task_id(lazy[i]);
+    }
+    /* Ended, handles kept. */
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(weft_task_join(plain[i]), 0);
+        assert_int_equal(weft_task_join(named[i]), 0);
+        assert_int_equal(weft_task_join(lazy[i]), 0);
+    }
+    weft_task *c;
+    assert_int_equal(weft_spawn(&c, p, churn, P(2000), NULL), 0);
+    assert_int_equal(weft_sync_wait(c, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(weft_task_id(plain[i]), ids[0][i]);
+        assert_int_equal(weft_task_id(named[i]), ids[1][i]);
+        assert_int_equal(weft_task_id(lazy[i]), ids[2][i]);
+        assert_string_equal(weft_task_name(plain[i]), "task");
+        assert_string_equal(weft_task_name(named[i]), "kept");
+        /* Cancelling an ended task does nothing. */
+        assert_int_equal(weft_task_cancel(plain[i]), 0);
+        void *r = NULL;
+        assert_int_equal(weft_sync_wait(plain[i], &r), 0);
+        assert_int_equal(I(r), 3 * i);
+        assert_int_equal(weft_sync_wait(named[i], &r), 0);
+        assert_int_equal(I(r), 3 * i);
+        if (i % 2)
+            assert_int_equal(weft_task_detach(lazy[i]), 0);
+        else {
+            assert_int_equal(weft_sync_wait(lazy[i], &r), 0);
+            assert_int_equal(I(r), 3 * i);
+        }
+    }
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* weft_task_cancel holds the task's run record while it looks at it: a
+ * cancel racing the task's end, over and over, from main and from a task,
+ * must neither touch a record given back (ThreadSanitizer, ASan) nor
+ * lose the result. */
+static void *cancel_racer(void *arg)
+{
+    weft_pool *p = weft_pool_current();
+    for (intptr_t i = 0; i < I(arg); i++) {
+        weft_task *t;
+        CHECK_EQ(weft_spawn(&t, p, times3, P(i), NULL), 0);
+        CHECK_EQ(weft_task_cancel(t), 0);
+        void *r = NULL;
+        CHECK_EQ(weft_await(t, &r), 0);
+        CHECK_EQ(I(r), 3 * i);
+    }
+    return NULL;
+}
+
+static void test_cancel_races_end(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *racer;
+    assert_int_equal(weft_spawn(&racer, p, cancel_racer, P(20000), NULL), 0);
+    for (int i = 0; i < 2000; i++) {
+        weft_task *t;
+        assert_int_equal(weft_spawn(&t, p, times3, P(i), NULL), 0);
+        assert_int_equal(weft_task_cancel(t), 0);
+        void *r = NULL;
+        assert_int_equal(weft_sync_wait(t, &r), 0);
+        assert_int_equal(I(r), 3 * i);
+    }
+    assert_int_equal(weft_sync_wait(racer, NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -1606,6 +1721,8 @@ int main(void)
         WT_TEST1(test_room_join_lazy_plain),
         WT_TEST(test_room_big),
         WT_TEST(test_task_start_runs_on_pool),
+        WT_TEST(test_ended_handles_outlive_run_records),
+        WT_TEST(test_cancel_races_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,12 +30,12 @@ static struct weft__runq q;
 static atomic_bool owner_done;
 static atomic_ulong stolen;
 
-static struct weft_task *entry(size_t i)
+static struct weft__task *entry(size_t i)
 {
-    return (struct weft_task *)(void *)&items[i];
+    return (struct weft__task *)(void *)&items[i];
 }
 
-static void take(struct weft_task *t)
+static void take(struct weft__task *t)
 {
     CHECK(t != NULL);
     if (!t)
@@ -53,7 +53,7 @@ static void *thief(void *arg)
     unsigned long n = 0;
     for (;;) {
         bool done = atomic_load_explicit(&owner_done, memory_order_acquire);
-        struct weft_task *t = weft__runq_steal(&q);
+        struct weft__task *t = weft__runq_steal(&q);
         if (t) {
             take(t);
             n++;
@@ -91,12 +91,12 @@ static void own(size_t from, size_t to, enum mix mix)
         }
         unsigned r = rand_below(16);
         if (mix == POPS && r < 15) {
-            struct weft_task *t = weft__runq_pop(&q);
+            struct weft__task *t = weft__runq_pop(&q);
             if (t)
                 take(t);
         } else if (mix == DROPS && r < 8) {
             uint32_t k = 1 + rand_below(3);
-            struct weft_task *seen[3];
+            struct weft__task *seen[3];
             uint32_t have = 0;
             while (have < k && (seen[have] = weft__runq_peek_below(&q, have)))
                 have++;
@@ -130,7 +130,7 @@ int main(void)
             (enum mix)m);
     }
     st_phase = "owner pops the rest";
-    struct weft_task *t;
+    struct weft__task *t;
     while ((t = weft__runq_pop(&q)))
         take(t);
     atomic_store_explicit(&owner_done, true, memory_order_release);

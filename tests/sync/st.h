@@ -21,12 +21,14 @@
 #include "sync/waitq.h"
 
 /* Whether t is parked in a wait now. */
-static inline bool st_parked(weft_task *t)
+static inline bool st_parked(weft_task *h)
 {
+    /* Not ended (the caller holds the handle): it has its run record. */
+    struct weft__task *t = h->run;
     weft__spin_lock(&t->wait_lock);
     bool waiting = t->cur_wait != NULL;
     weft__spin_unlock(&t->wait_lock);
-    uint64_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     return waiting && (s & WEFT__T_LIFECYCLE) == WEFT__T_IDLE;
 }
 

@@ -85,7 +85,7 @@ class Task(object):
         co = rec['co']
         self.id = int(co['id'])
         self.name = _string(co['name'])
-        self.lifecycle = int(rec['state']) & _LIFECYCLE
+        self.lifecycle = int(rec['done']['state']) & _LIFECYCLE
         self.started = bool(rec['started'])
         self.pool = int(rec['pool'])
         self.wait = rec['cur_wait'] if int(rec['cur_wait']) else None
@@ -140,8 +140,13 @@ class Task(object):
                    'a plain thread' if owner else 'nobody')
             return 'mutex 0x%x, held by %s' % (obj, who)
         if reason == _constant('WEFT__WR_AWAIT', 11):
-            t = tasks.get_addr(obj)
-            return 'task %d' % t.id if t else 'task at 0x%x' % obj
+            # The awaited task's handle (struct weft_task), which the
+            # awaiter holds: its id is there, run record or not.
+            try:
+                return 'task %d' % int(w['obj'].cast(
+                    gdb.lookup_type('struct weft_task').pointer())['id'])
+            except (gdb.error, gdb.MemoryError):
+                return 'task at 0x%x' % obj
         if reason in (_constant('WEFT__WR_FD_READ', 9),
                       _constant('WEFT__WR_FD_WRITE', 10)):
             return 'fd %d' % obj
