@@ -98,9 +98,9 @@ static inline struct weft_task *handles_of(struct record_chunk *c)
 {
     return (struct weft_task *)(void *)c->records;
 }
-static struct weft__cache handles =
+struct weft__cache weft__handles =
     WEFT__CACHE_INIT(OUTSIDE_MAX, BATCH, 0, NULL);
-static __thread struct weft__cache_local handles_local
+__thread struct weft__cache_local weft__handles_local
     __attribute__((tls_model("initial-exec")));
 static struct record_chunk *handle_chunks; /* under chunks_lock */
 static size_t nhandle_chunks;
@@ -266,7 +266,7 @@ _Static_assert(offsetof(struct weft_task, result) == 0 &&
                        sizeof(struct weft__cache_node),
                "a free handle's node leaves its state alone");
 
-static __attribute__((noinline)) struct weft_task *handles_from_chunk(void)
+struct weft_task *weft__handles_from_chunk(void)
 {
     weft__lock(&chunks_lock);
     struct record_chunk *chunk = chunk_map_locked(CHUNK_BYTES);
@@ -279,21 +279,6 @@ static __attribute__((noinline)) struct weft_task *handles_from_chunk(void)
         weft__handle_free(&h[i]);
     list_chunk(&handle_chunks, &nhandle_chunks, chunk);
     return &h[0];
-}
-
-struct weft_task *weft__handle_alloc(void)
-{
-    struct weft__cache_node *n = weft__cache_get(&handles, &handles_local, 0);
-    if (__builtin_expect(n != NULL, 1))
-        return (struct weft_task *)(void *)n;
-    return handles_from_chunk();
-}
-
-void weft__handle_free(struct weft_task *h)
-{
-    struct weft__cache_node *n = (struct weft__cache_node *)(void *)h;
-    n->key = 0;
-    weft__cache_put(&handles, &handles_local, n);
 }
 
 struct weft__task *weft__record_alloc(void)
@@ -372,6 +357,11 @@ bool weft__record_room(struct weft__task *t)
     struct weft__task *host = weft__record_alloc();
     if (!host)
         return false;
+    /* A host keeps no handle ("Pairs"). */
+    if (host->paired) {
+        host->paired = false;
+        weft__handle_free(host->done);
+    }
     /* A free record that kept a host of its own gives it back: a host is
      * no task, and has no room. */
     if (host->room == WEFT__ROOM_RECORD)
@@ -405,19 +395,38 @@ void weft__record_free(struct weft__task *t)
 {
     if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
         room_free(t);
+    t->paired = false;
+    put(t);
+}
+
+/*
+ * Pairs.  Most tasks give both records back at once (a fork-join child
+ * run inline and awaited, a detached task), and the next spawn on the
+ * same thread makes both again: so a run record freed with its handle
+ * keeps it (`paired`, `done`), and task_new takes the pair with one cache
+ * get (as a record keeps its room's host: "Rooms").  A record freed alone
+ * (its task ended, its handle still held) keeps none.  The trim unpairs
+ * the depot's records before it counts either kind, so a paired handle
+ * never keeps a chunk of handles from being given back unseen.
+ */
+void weft__record_free_pair(struct weft__task *t)
+{
+    if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
+        room_free(t);
+    t->paired = true;
     put(t);
 }
 
 void weft__records_worker_thread(void)
 {
     weft__cache_local_keep(&records, &records_local, WORKER_MAX);
-    weft__cache_local_keep(&handles, &handles_local, WORKER_MAX);
+    weft__cache_local_keep(&weft__handles, &weft__handles_local, WORKER_MAX);
 }
 
 void weft__records_spill(void)
 {
     weft__cache_spill_all(&records, &records_local);
-    weft__cache_spill_all(&handles, &handles_local);
+    weft__cache_spill_all(&weft__handles, &weft__handles_local);
 }
 
 #define DOOMED SIZE_MAX /* free_seen of a chunk the trim frees */
@@ -485,9 +494,21 @@ static size_t trim_kind(const struct kind *k, size_t keep_chunks)
     size_t n;
     struct weft__cache_node *list = weft__cache_take_depot(k->cache, &n);
     /* 0. A record that keeps a host (weft__record_room) gives it back
-     * first: the host joins the list, and each is counted where it is. */
+     * first: the host joins the list, and each is counted where it is.
+     * A record that keeps its handle ("Pairs") gives it to the handles'
+     * depot, which is trimmed after the records. */
+    struct weft__cache_node *unpaired = NULL;
+    size_t nunpaired = 0;
     for (struct weft__cache_node *o = list; k->records && o; o = o->next) {
         struct weft__task *t = task_of_node(o);
+        if (t->paired) {
+            t->paired = false;
+            struct weft__cache_node *h = (struct weft__cache_node *)(void *)t->done;
+            h->key = 0;
+            h->next = unpaired;
+            unpaired = h;
+            nunpaired++;
+        }
         if (t->room == WEFT__ROOM_RECORD) {
             t->room = WEFT__ROOM_NONE;
             struct weft__cache_node *h = node_of(host_of(t));
@@ -497,6 +518,7 @@ static size_t trim_kind(const struct kind *k, size_t keep_chunks)
             n++;
         }
     }
+    weft__cache_return_depot(&weft__handles, unpaired, nunpaired);
     /* 1. Count the depot's objects per chunk. */
     for (struct weft__cache_node *o = list; o; o = o->next)
         chunk_of(o)->free_seen++;
@@ -554,7 +576,7 @@ size_t weft__records_trim(size_t keep)
     static const struct kind record_kind = {&records, &chunks, &nchunks,
                                             PER_CHUNK, true};
     static const struct kind handle_kind = {
-        &handles, &handle_chunks, &nhandle_chunks, HANDLES_PER_CHUNK, false};
+        &weft__handles, &handle_chunks, &nhandle_chunks, HANDLES_PER_CHUNK, false};
     size_t keep_records = chunks_for(&record_kind, keep);
     size_t keep_handles = chunks_for(&handle_kind, keep);
     weft__lock(&trim_lock);

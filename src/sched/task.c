@@ -60,21 +60,23 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
                                    const char *name, uint64_t state,
                                    bool room)
 {
-    struct weft_task *h = weft__handle_alloc();
-    if (!h)
-        return NULL;
     struct weft__task *t = weft__record_alloc();
-    if (!t) {
-        weft__handle_free(h);
+    if (!t)
+        return NULL;
+    /* Its handle: the one it kept (records.c, "Pairs"), or a new one. */
+    struct weft_task *h = t->paired ? t->done : weft__handle_alloc();
+    if (!h) {
+        weft__record_free(t);
         return NULL;
     }
+    t->paired = false;
     /* The room first: the one step that can fail, before anything is
      * written; and a record that kept a host from a room task gives it
      * back if this task has no use for it. */
     if (room) {
         if (!weft__record_room(t)) {
-            weft__record_free(t);
-            weft__handle_free(h);
+            t->done = h;
+            weft__record_free_pair(t);
             return NULL;
         }
     } else {
@@ -140,9 +142,7 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
 /* A task made but never queued or run goes back whole. */
 static void task_unmake(struct weft__task *t)
 {
-    struct weft_task *h = t->done;
-    weft__record_free(t);
-    weft__handle_free(h);
+    weft__record_free_pair(t);
 }
 
 WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <urcu/wfcqueue.h>
 
+#include "base/cache.h"
 #include "base/compiler.h"
 #include "base/spinlock.h"
 #include "ctx/coro.h"
@@ -156,6 +157,9 @@ struct weft__task {
      * owns the task (await.c, try_inline). */
     _Atomic(weft_pool *) spawned_on;
     bool started;                 /* has a context (its runner's field)   */
+    /* In a free record: `done` is a free handle that stays with it, for
+     * the next task made from it (records.c, "Pairs"). */
+    bool paired;
     /* Where arg, the room of weft_task_create_with, lives (WEFT__ROOM_*),
      * so that the record's free frees it too. */
     uint8_t room;
@@ -258,9 +262,7 @@ struct weft__task *weft__task_park(struct weft__task *t);
  * run record alone: see the top) when that was the last. */
 void weft__task_unref(struct weft__task *t, uint64_t n);
 
-/* After a drop of run-side references whose RMW left the state word `n`:
- * free what nobody refers to any more (see the top). */
-void weft__task_settle(struct weft__task *t, uint64_t n);
+/* weft__task_settle: below, after the records it frees. */
 
 /* Drop the handle's reference (await, sync_wait, detach consume it). */
 void weft__task_drop_handle(struct weft_task *h);
@@ -317,13 +319,34 @@ enum { WEFT__ROOM_NONE = 0, WEFT__ROOM_RECORD = 1, WEFT__ROOM_HEAP = 2 };
 
 /* A record from this thread's cache (or a fresh chunk); NULL: no memory. */
 struct weft__task *weft__record_alloc(void);
-/* A handle record, the same way; NULL: no memory. */
-struct weft_task *weft__handle_alloc(void);
-/* Back to this thread's cache. */
-void weft__handle_free(struct weft_task *h);
+/* A handle record, the same way; NULL: no memory.  Inline: one per
+ * spawn and one per await, beside the record's. */
+extern struct weft__cache weft__handles;
+extern __thread struct weft__cache_local weft__handles_local
+    __attribute__((tls_model("initial-exec")));
+struct weft_task *weft__handles_from_chunk(void);
+static inline struct weft_task *weft__handle_alloc(void)
+{
+    struct weft__cache_node *n =
+        weft__cache_get(&weft__handles, &weft__handles_local, 0);
+    if (__builtin_expect(n != NULL, 1))
+        return (struct weft_task *)(void *)n;
+    return weft__handles_from_chunk();
+}
+/* Back to this thread's cache (a free handle's node covers its result
+ * and id, not its state: records.c). */
+static inline void weft__handle_free(struct weft_task *h)
+{
+    struct weft__cache_node *n = (struct weft__cache_node *)(void *)h;
+    n->key = 0;
+    weft__cache_put(&weft__handles, &weft__handles_local, n);
+}
 /* Back to this thread's cache, with its room's memory (a host record
  * stays with it: records.c). */
 void weft__record_free(struct weft__task *t);
+/* The same, with its handle (t->done, free too) paired to it: a task
+ * whose records go back together (records.c, "Pairs"). */
+void weft__record_free_pair(struct weft__task *t);
 /* A room of WEFT_TASK_ROOM bytes for t, in a second record (its host),
  * kept from t's last use or taken from the cache (see records.c for which
  * of its bytes, and why those); sets t->arg and t->room.  false: no
@@ -370,5 +393,20 @@ weft__records_next(const struct weft__record_chunk *c);
 /* The records of chunk c, and how many (*n). */
 struct weft__task *weft__records_of(const struct weft__record_chunk *c,
                                    unsigned *n);
+
+/* After a drop of run-side references whose RMW left the state word `n`:
+ * free what nobody refers to any more (see the top).  Inline: every
+ * task's end and every await that runs a child inline comes here. */
+static inline void weft__task_settle(struct weft__task *t, uint64_t n)
+{
+    if (weft__task_refs(n) == 0) {
+        weft__record_free_pair(t);
+    } else if (weft__task_refs(n) == 1 && (n & WEFT__T_HANDLE) &&
+               !(n & WEFT__T_KEEP)) {
+        /* Only the handle is left (so the task ended, and no queue entry
+         * is left): the run record goes now, the handle when consumed. */
+        weft__record_free(t);
+    }
+}
 
 #endif /* WEFT_SCHED_TASK_H */

@@ -92,20 +92,10 @@ void weft__task_make_scheduled(struct weft__task *t)
 static void free_task(struct weft__task *t, struct weft_task *h,
                       bool run_gone)
 {
-    if (!run_gone)
-        weft__record_free(t);
-    weft__handle_free(h);
-}
-
-void weft__task_settle(struct weft__task *t, uint64_t n)
-{
-    if (weft__task_refs(n) == 0)
-        free_task(t, t->done, false);
-    else if (weft__task_refs(n) == 1 && (n & WEFT__T_HANDLE) &&
-             !(n & WEFT__T_KEEP))
-        /* Only the handle is left (so the task ended, and no queue entry
-         * is left): the run record goes now, the handle when consumed. */
-        weft__record_free(t);
+    if (run_gone)
+        weft__handle_free(h);
+    else
+        weft__record_free_pair(t);
 }
 
 void weft__task_unref(struct weft__task *t, uint64_t n)
