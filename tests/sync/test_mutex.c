@@ -121,6 +121,12 @@ struct fifo {
     weft_mutex m;
     int order[FIFO_N];
     int next;                    /* under m */
+    /* Set by main once it has seen the mutex held after its unlock: the
+     * first waiter keeps it until then, so that the check does not
+     * depend on main running before every waiter has had it and let it
+     * go (seen under qemu on a loaded machine: main's trylock came after
+     * the last waiter's unlock, and took the mutex). */
+    atomic_bool checked;
 };
 
 struct fifo_arg {
@@ -133,6 +139,9 @@ static void *fifo_waiter(void *arg)
     struct fifo_arg *a = arg;
     CHECK_EQ(weft_mutex_lock(&a->f->m), 0);
     a->f->order[a->f->next++] = a->id;
+    uint64_t until = wt_now_ns() + MS(60000);
+    while (a->id == 0 && !atomic_load(&a->f->checked) && wt_now_ns() < until)
+        CHECK_EQ(weft_yield(), 0);
     CHECK_EQ(weft_mutex_unlock(&a->f->m), 0);
     return NULL;
 }
@@ -154,6 +163,7 @@ static void test_fifo_handoff(void **state)
     assert_int_equal(weft_mutex_unlock(&f.m), 0);
     /* Handed to the first waiter: not free for a newcomer. */
     assert_int_equal(weft_mutex_trylock(&f.m), -EAGAIN);
+    atomic_store(&f.checked, true);
     for (int i = 0; i < FIFO_N; i++)
         st_join(ts[i]);
     assert_int_equal(f.next, FIFO_N);
