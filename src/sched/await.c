@@ -147,7 +147,7 @@ static bool stack_room(struct weft__task *self, size_t need)
  * queued anywhere, claim it by CAS and leave the entry to be dropped when
  * popped.  On success the await is over: the result is in *result and
  * the handle is consumed, or, with keep, the handle is still the
- * caller's (and the result is in t->result).
+ * caller's (and the result is in h->result).
  */
 static bool try_inline(struct weft__task *self, struct weft_task *h,
                        void **result, bool keep)
@@ -353,11 +353,11 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
 }
 
 /*
- * Wait in a task until t has ended, at most until deadline (0: none;
- * nowait: not at all).  Returns 0 once t has ended: t is consumed (its
- * result in *result), or, with keep, t's handle is still the caller's
- * (its result in t->result, for consume).  Else the wait's error, t not
- * consumed.
+ * Wait in a task until the task of handle h has ended, at most until
+ * deadline (0: none; nowait: not at all).  Returns 0 once it has ended: h
+ * is consumed (the result in *result), or, with keep, h is still the
+ * caller's (the result in h->result, for consume).  Else the wait's
+ * error, h not consumed.
  */
 static int await_until(weft_task *h, void **result, uint64_t deadline,
                        bool nowait, bool keep)

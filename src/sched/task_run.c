@@ -185,7 +185,7 @@ static bool at_home(const struct weft__sched_thread *st,
 }
 
 /* The last step of an ended task, on the stack it switched to: only now
- * may its stack be reused and its record be freed. */
+ * may its stack be reused and its run record be given back. */
 static void *finish_action(void *arg, void *val)
 {
     struct weft__task *t = arg;
@@ -193,8 +193,9 @@ static void *finish_action(void *arg, void *val)
     if (t->pool)
         weft__pool_leave(t->pool);
     /* COMPLETE, and the task's life reference goes.  acq_rel: if this
-     * drops the last reference the record is freed here, after every other
-     * owner's writes. */
+     * drops the last reference but the handle's (or the last), the
+     * records it frees are freed here, after every other owner's
+     * writes. */
     uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, -1,
                                 memory_order_acq_rel);
     weft__task_settle(t, n);
