@@ -59,14 +59,6 @@
  * declared stack (task_run.c reserves each stack twice over). */
 #define INLINE_SLACK (16u * 1024u)
 
-/* Take the result and drop the handle's reference. */
-static void consume(struct weft_task *h, void **result)
-{
-    if (result)
-        *result = h->result;
-    weft__task_drop_handle(h);
-}
-
 struct await_args {
     struct weft__task *self;    /* the awaiting task (what the slot holds) */
     struct weft_task *h;        /* the awaited task's handle               */
@@ -340,12 +332,7 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
     t->driver = self->driver;
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
-    /* Nobody else knows t yet (we hold the handle): a plain store. */
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
-    atomic_store_explicit(&h->state,
-                          (s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
-                              WEFT__T_RUNNING | WEFT__T_STARTED,
-                          memory_order_relaxed);
+    weft__task_start_here(h);
     /* We park on t's stack, after our save; t ends by resuming us. */
     struct await_args a = {self, h, w, w->holder};
     weft__task_switch_to(&t->co, lazy_park_action, &a);
@@ -356,8 +343,8 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
  * Wait in a task until the task of handle h has ended, at most until
  * deadline (0: none; nowait: not at all).  Returns 0 once it has ended: h
  * is consumed (the result in *result), or, with keep, h is still the
- * caller's (the result in h->result, for consume).  Else the wait's
- * error, h not consumed.
+ * caller's (the result in h->result, for weft__task_consume).  Else
+ * the wait's error, h not consumed.
  */
 static int await_until(weft_task *h, void **result, uint64_t deadline,
                        bool nowait, bool keep)
@@ -423,7 +410,7 @@ static int await_until(weft_task *h, void **result, uint64_t deadline,
                                             &w.outcome, memory_order_acquire));
     }
     if (!keep)
-        consume(h, result);
+        weft__task_consume(h, result);
     return 0;
 }
 
@@ -474,7 +461,7 @@ static int await_all_until(weft_task **ts, size_t n, void **results,
             return err;
     }
     for (size_t i = 0; i < n; i++) {
-        consume(ts[i], results ? &results[i] : NULL);
+        weft__task_consume(ts[i], results ? &results[i] : NULL);
         ts[i] = NULL;
     }
     return 0;

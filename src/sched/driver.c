@@ -70,14 +70,6 @@ static struct weft__task *driver_pop(struct weft__driver *d)
     return t;
 }
 
-/* Take the result and drop the handle's reference. */
-static void consume(struct weft_task *h, void **result)
-{
-    if (result)
-        *result = h->result;
-    weft__task_drop_handle(h);
-}
-
 /* Wait until t ends; with keep, t's handle stays the caller's
  * (weft_task_join), else it is consumed and its result is in *result. */
 static int sync_wait(weft_task *h, void **result, bool keep)
@@ -133,12 +125,7 @@ static int sync_wait(weft_task *h, void **result, bool keep)
         atomic_store_explicit(&h->waiter,
                               (uintptr_t)&d | WEFT__WAITER_THREAD,
                               memory_order_relaxed);
-        uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
-        atomic_store_explicit(&h->state,
-                              (s & ~(uint64_t)(WEFT__T_LIFECYCLE |
-                                               WEFT__T_LAZY)) |
-                                  WEFT__T_RUNNING | WEFT__T_STARTED,
-                              memory_order_relaxed);
+        weft__task_start_here(h);
         run_here(t);
     } else {
         uintptr_t none = 0;
@@ -169,7 +156,7 @@ static int sync_wait(weft_task *h, void **result, bool keep)
     weft__timers_fini(&d.timers);
     weft__parker_fini(&d.parker);
     if (!keep)
-        consume(h, result);
+        weft__task_consume(h, result);
     return 0;
 }
 

@@ -391,12 +391,18 @@ static __attribute__((noinline)) void room_free(struct weft__task *t)
     free(t->arg);
 }
 
-void weft__record_free(struct weft__task *t)
+/* Back to the cache, with its handle paired or not ("Pairs" below). */
+static void give_back(struct weft__task *t, bool paired)
 {
     if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
         room_free(t);
-    t->paired = false;
+    t->paired = paired;
     put(t);
+}
+
+void weft__record_free(struct weft__task *t)
+{
+    give_back(t, false);
 }
 
 /*
@@ -411,10 +417,7 @@ void weft__record_free(struct weft__task *t)
  */
 void weft__record_free_pair(struct weft__task *t)
 {
-    if (__builtin_expect(t->room == WEFT__ROOM_HEAP, 0))
-        room_free(t);
-    t->paired = true;
-    put(t);
+    give_back(t, true);
 }
 
 void weft__records_worker_thread(void)

@@ -267,6 +267,27 @@ void weft__task_unref(struct weft__task *t, uint64_t n);
 /* Drop the handle's reference (await, sync_wait, detach consume it). */
 void weft__task_drop_handle(struct weft_task *h);
 
+/* Take the result and drop the handle's reference: the end of an await
+ * or a sync_wait that consumes h. */
+static inline void weft__task_consume(struct weft_task *h, void **result)
+{
+    if (result)
+        *result = h->result;
+    weft__task_drop_handle(h);
+}
+
+/* A lazy task that its handle's holder starts on this thread (an await,
+ * a sync_wait): nobody else knows it yet, so a plain store makes it
+ * RUNNING and STARTED, and no longer LAZY. */
+static inline void weft__task_start_here(struct weft_task *h)
+{
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    atomic_store_explicit(&h->state,
+                          (s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
+                              WEFT__T_RUNNING | WEFT__T_STARTED,
+                          memory_order_relaxed);
+}
+
 /* ----------------------------------------------------- running (task_run.c) */
 
 /*
