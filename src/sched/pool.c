@@ -181,6 +181,35 @@ static bool inject_empty(weft_pool *p)
 }
 
 /*
+ * Under inject_lock: start loading the tasks the next takes will return.
+ * A spawner whose deque overflows feeds the other workers through this
+ * queue, and each task it made is, for the worker that takes it, a run
+ * of cache misses (its handle's state, which the claim swaps, and the four
+ * lines of its run record) taken one after the other: the node is found
+ * by following the previous one.  The next task's lines were asked for
+ * at the previous take, so its handle's address can be read without a
+ * stall, and the one after it is asked for now: the loads overlap the
+ * task that runs meanwhile.  The queue's entries hold references, so the
+ * records read here are live; nobody else dequeues under the lock.
+ */
+static inline void prefetch_queued(weft_pool *p)
+{
+    struct cds_wfcq_node *next =
+        __atomic_load_n(&p->inject_head.node.next, __ATOMIC_RELAXED);
+    if (!next)
+        return;
+    struct weft__task *t = caa_container_of(next, struct weft__task, qnode);
+    __builtin_prefetch(weft__task_done_racy(t), 1);
+    struct cds_wfcq_node *after = __atomic_load_n(&next->next, __ATOMIC_RELAXED);
+    if (!after)
+        return;
+    const char *r = (const char *)caa_container_of(after, struct weft__task, qnode);
+    for (size_t off = 0; off < sizeof(struct weft__task); off += 64)
+        __builtin_prefetch(r + off, 1);
+    __builtin_prefetch(r + sizeof(struct weft__task) - 1, 1); /* unaligned */
+}
+
+/*
  * Take up to `max` tasks from the global queue into out[].  liburcu's
  * dequeue needs mutual exclusion between dequeuers; with `wait` false a
  * worker that finds another one dequeuing leaves it to that one.
@@ -202,6 +231,7 @@ static unsigned inject_take(weft_pool *p, struct weft__task **out, unsigned max,
             break;
         out[n++] = caa_container_of(node, struct weft__task, qnode);
     }
+    prefetch_queued(p);
     weft__spin_unlock(&p->inject_lock);
     return n;
 }
