@@ -892,13 +892,30 @@ static bool check_stop(weft_pool *p)
  * Memory (docs/design.md, "Memory").  A worker keeps up to 16 free stacks
  * and 512 free task records in its own caches, and the process-wide depots
  * keep more (base/cache.h), so that a burst of work finds them warm.  Once
- * a worker that ran tasks has been idle for TRIM_AFTER_NS, it gives its own
- * caches to the depots, and trims the depots to the pool's cache bound:
- * free stacks beyond it are unmapped and the kept ones keep only their top
- * page resident; record chunks that hold no live record are unmapped
- * beyond it.  So an idle pool holds about cache_bytes (and the memory of
- * other threads' small caches), whatever its busiest moment needed.  The
- * depots are process-wide: each pool trims them to its own bound.
+ * a worker that ran tasks has been idle for TRIM_AFTER_NS, the depots are
+ * trimmed to the pool's cache bound: free stacks beyond it are unmapped
+ * and the kept ones keep only their top page resident; record chunks that
+ * hold no live record are unmapped beyond it.  So an idle pool holds about
+ * cache_bytes (and the memory of other threads' small caches), whatever
+ * its busiest moment needed.  The depots are process-wide: each pool
+ * trims them to its own bound.
+ *
+ * One wake trims for the whole pool.  A worker's own caches can be given
+ * to the depots by its own thread only, and a worker woken by its sleep's
+ * deadline costs 40-60 us of CPU on a 2-vCPU guest (a futex timeout, with
+ * no work done after it), as much as the rest of an idle second: with a
+ * deadline per worker, an idle pool of two woke twice after each burst
+ * (0.25-0.37 CPU ms per idle second against 0.07-0.15 without the trim;
+ * Go's idle pool, 0.11-0.30).  So a worker that ran tasks gives its own
+ * caches to the depots when it parks (its own lists, warm: a few
+ * microseconds for full ones), and the depots' trim is the trim owner's
+ * (weft_pool.trim_owner): the first to park with a trim owed while no
+ * owner sleeps on the idle list.  A worker that parks while an owner
+ * sleeps there arms no deadline: the owner's trim covers what it gave to
+ * the depots, if sooner than TRIM_AFTER_NS after its own park (the trim
+ * keeps the cache bound's worth, so a burst soon after still finds them).
+ * An owner that leaves the idle list (woken, lent) stops being one for
+ * the next parker, and if it parks again after that, defers in turn.
  */
 #define TRIM_AFTER_NS ((uint64_t)100 * 1000000u)
 
@@ -909,17 +926,27 @@ static uint64_t memory_made(void)
     return weft__stacks_made() + weft__records_made();
 }
 
+/* A worker's own caches to the depots: its own thread only. */
+static void spill_caches(void)
+{
+    weft__stacks_spill();
+    weft__records_spill();
+}
+
 static void give_back_memory(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
     w->dirty = false;
     w->trim_at = 0;
+    weft__spin_lock(&p->idle_lock);
+    if (p->trim_owner == w)
+        p->trim_owner = NULL;
+    weft__spin_unlock(&p->idle_lock);
     /* Before the depots are taken: what is made from now on is not
      * covered by this trim.  Relaxed: a giving back that reads a stale
      * value wakes this worker once more than needed, nothing worse. */
     atomic_store_explicit(&w->made_seen, memory_made(), memory_order_relaxed);
-    weft__stacks_spill();
-    weft__records_spill();
+    spill_caches();
     /* Half the bound each: a kept stack costs a page, a record its size. */
     size_t half = p->cache_bytes / 2;
     size_t page = weft__stack_guard();
@@ -928,12 +955,34 @@ static void give_back_memory(struct weft__worker *w)
 }
 
 /* A worker that ran tasks since it last parked owes a trim TRIM_AFTER_NS
- * from now; one that owes it already keeps its deadline (see above). */
-static void owe_trim(struct weft__worker *w)
+ * from now; one that owes it already keeps its deadline (see above).
+ * Returns whether it ran tasks. */
+static bool owe_trim(struct weft__worker *w)
 {
-    if (w->dirty) {
-        w->dirty = false;
-        w->trim_at = weft__now_ns() + TRIM_AFTER_NS;
+    if (!w->dirty)
+        return false;
+    w->dirty = false;
+    w->trim_at = weft__now_ns() + TRIM_AFTER_NS;
+    return true;
+}
+
+/* Under idle_lock, for a worker about to park that owes a trim: it becomes
+ * the pool's trim owner, or, if an owner sleeps on the idle list, leaves
+ * the trim to it (see "Memory"; it gave its caches to the depots). */
+static void take_or_leave_trim(weft_pool *p, struct weft__worker *w)
+{
+    struct weft__worker *o = p->trim_owner;
+    if (!w->trim_at || o == w)
+        return;
+    if (o && o->idle) {
+        w->trim_at = 0;
+        /* The owner's trim covers what was made until now: a giving back
+         * of this worker after a borrower (weft__pool_unlend) wakes it
+         * only for memory made after this. */
+        atomic_store_explicit(&w->made_seen, memory_made(),
+                              memory_order_relaxed);
+    } else {
+        p->trim_owner = w;
     }
 }
 
@@ -1013,12 +1062,14 @@ static bool park_worker(struct weft__worker *w)
      * while ("Memory" above): counted from the first park after them, so
      * that wakes that find nothing (a periodic check, a timer of another
      * worker) do not put it off for ever. */
-    owe_trim(w);
+    if (owe_trim(w))
+        spill_caches();
     weft__spin_lock(&p->idle_lock);
     if (check_stop(p)) {
         weft__spin_unlock(&p->idle_lock);
         return false;
     }
+    take_or_leave_trim(p, w);
     w->trim_armed = w->trim_at != 0;
     w->idle = true;
     w->woken = false;

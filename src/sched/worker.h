@@ -153,6 +153,11 @@ struct weft_pool {
     /* The monitor sleeps until a worker wakes (under idle_lock: a worker
      * that leaves the idle list wakes it, monitor.c). */
     bool monitor_asleep;
+    /* The worker whose sleep ends for the pool's next trim (pool.c,
+     * "Memory"); under idle_lock.  It trims for the pool while it is on
+     * the idle list; other idle workers gave their caches to the depots
+     * when they parked and sleep without a deadline of their own. */
+    struct weft__worker *trim_owner;
 
     /* Drain: tasks that got this pool as home on no worker of it. */
     _Atomic int64_t arrived_outside;
