@@ -238,7 +238,10 @@ size_t weft__cache_depot_count(struct weft__cache *c)
 
 void weft__cache_spill_all(struct weft__cache *c, struct weft__cache_local *l)
 {
-    spill(c, l, l->n);
+    /* An empty list takes no lock: a worker spills at every park after
+     * running tasks (sched/pool.c, "Memory"), often with nothing kept. */
+    if (l->n)
+        spill(c, l, l->n);
 }
 
 struct weft__cache_node *weft__cache_take_depot(struct weft__cache *c,
