@@ -201,7 +201,13 @@ static bool try_inline(struct weft__task *self, struct weft_task *h,
         t, WEFT__T_COMPLETE,
         WEFT__T_NOTIFIED | (keep ? 0 : (uint64_t)WEFT__T_HANDLE),
         keep ? -1 : -2, memory_order_acq_rel);
-    weft__task_settle(t, n);
+    if (weft__task_refs(n) == 0)
+        weft__record_free_pair(t);
+    else if (keep)
+        /* The handle is still held (weft_await_all): maybe only it is
+         * left.  Without keep, HANDLE went in the RMW above, and a
+         * reference left is a queue entry's, whose claim frees both. */
+        weft__task_settle(t, n);
     return true;
 }
 

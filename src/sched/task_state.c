@@ -71,11 +71,25 @@ bool weft__task_claim_queued(struct weft__task *t)
 {
     /* The entry's reference goes with the entry.  Acquire pairs with the
      * release that queued it (spawn, wake), also when the queue in between
-     * is liburcu's, which ThreadSanitizer cannot see. */
-    if (move(t, WEFT__T_SCHEDULED, WEFT__T_RUNNING, WEFT__T_STARTED, -1))
-        return true;
-    /* A stale entry: the task was claimed inline meanwhile. */
-    weft__task_unref(t, 1);
+     * is liburcu's, which ThreadSanitizer cannot see.  move's loads,
+     * inlined here, so that a stale entry's drop can use what they read. */
+    struct weft_task *h = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    while (weft__task_lifecycle(s) == WEFT__T_SCHEDULED)
+        if (atomic_compare_exchange_weak_explicit(
+                &h->state, &s,
+                ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
+                 WEFT__T_STARTED) - WEFT__T_REF,
+                memory_order_acquire, memory_order_relaxed))
+            return true;
+    /* A stale entry: the task was claimed inline meanwhile.  If it has
+     * ended and this entry's is its one reference left, the state read
+     * above is final (weft__task_unref): both records go, no RMW. */
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
+        weft__task_refs(s) == 1)
+        weft__record_free_pair(t);
+    else
+        weft__task_unref(t, 1);
     return false;
 }
 
