@@ -80,11 +80,14 @@ bool weft__task_claim_queued(struct weft__task *t)
                 &h->state, &s,
                 ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
                  WEFT__T_STARTED) - WEFT__T_REF,
-                memory_order_acquire, memory_order_relaxed))
+                memory_order_acquire, memory_order_acquire))
             return true;
     /* A stale entry: the task was claimed inline meanwhile.  If it has
      * ended and this entry's is its one reference left, the state read
-     * above is final (weft__task_unref): both records go, no RMW. */
+     * above is final (weft__task_unref): both records go, no RMW.  That
+     * read is an acquire (the first load, or a failed exchange's, hence
+     * its failure order), as weft__task_unref's: it reads the last of the
+     * other owners' release RMWs, so their writes come before the free. */
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
         weft__task_refs(s) == 1)
         weft__record_free_pair(t);
