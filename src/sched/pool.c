@@ -184,23 +184,32 @@ static bool inject_empty(weft_pool *p)
  * Under inject_lock: start loading the tasks the next takes will return.
  * A spawner whose deque overflows feeds the other workers through this
  * queue, and each task it made is, for the worker that takes it, a run
- * of cache misses (its handle's state, which the claim swaps, and the four
+ * of cache misses (its handle's state, which the claim swaps, and the
  * lines of its run record) taken one after the other: the node is found
  * by following the previous one.  The next task's lines were asked for
  * at the previous take, so its handle's address can be read without a
  * stall, and the one after it is asked for now: the loads overlap the
- * task that runs meanwhile.  The queue's entries hold references, so the
- * records read here are live; nobody else dequeues under the lock.
+ * task that runs meanwhile.
+ * What is read here only feeds prefetches, which never fault and change
+ * nothing: a stale or torn value costs a useless load, no more.  So the
+ * reads are racy on purpose: volatile loads, as the observers' are, in a
+ * function that ThreadSanitizer does not instrument (clang's would check
+ * an atomic load even there).  The links are written by the enqueuer and
+ * a record's fields by its maker, ordered by liburcu's barriers, which
+ * TSan cannot see, and by the claim's acquire of `done`, which comes only
+ * later.  The nodes are live all the same: the queue's entries hold
+ * references, and nobody else dequeues under the lock.
  */
-static inline void prefetch_queued(weft_pool *p)
+WEFT_RACY_READS static void prefetch_queued(weft_pool *p)
 {
     struct cds_wfcq_node *next =
-        __atomic_load_n(&p->inject_head.node.next, __ATOMIC_RELAXED);
+        *(struct cds_wfcq_node *const volatile *)&p->inject_head.node.next;
     if (!next)
         return;
     struct weft__task *t = caa_container_of(next, struct weft__task, qnode);
-    __builtin_prefetch(weft__task_done_racy(t), 1);
-    struct cds_wfcq_node *after = __atomic_load_n(&next->next, __ATOMIC_RELAXED);
+    __builtin_prefetch(*(struct weft_task *const volatile *)&t->done, 1);
+    struct cds_wfcq_node *after =
+        *(struct cds_wfcq_node *const volatile *)&next->next;
     if (!after)
         return;
     const char *r = (const char *)caa_container_of(after, struct weft__task, qnode);
