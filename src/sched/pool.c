@@ -1067,10 +1067,11 @@ static bool park_worker(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
 
-    /* A worker that ran tasks gives memory back once it has been idle a
-     * while ("Memory" above): counted from the first park after them, so
-     * that wakes that find nothing (a periodic check, a timer of another
-     * worker) do not put it off for ever. */
+    /* A worker that ran tasks gives its own caches to the depots now, and
+     * the depots are trimmed once it has been idle a while ("Memory"
+     * above): counted from the first park after them, so that wakes that
+     * find nothing (a periodic check, a timer of another worker) do not
+     * put it off for ever; by it, or by the trim owner if one sleeps. */
     if (owe_trim(w))
         spill_caches();
     weft__spin_lock(&p->idle_lock);
