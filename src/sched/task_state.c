@@ -38,14 +38,15 @@ uint64_t weft__task_set(struct weft__task *t, uint64_t lc, uint64_t clear,
 
 /*
  * Move t from lifecycle `from` to `to`, setting `flags` and adding `refs`
- * references, if it is in `from`; false (nothing changed) if it is not.
- * Acquire: the claimer sees what the releasing side (a park after its
- * save, a spawn or wake that queued it) wrote.  The first load is acquire
- * too: it may be the one that meets the creator's release (ThreadSanitizer
- * checks that).
+ * references, if it is in `from`; false (nothing changed) if it is not,
+ * with the state it read in *seen.  Acquire: the claimer sees what the
+ * releasing side (a park after its save, a spawn or wake that queued it)
+ * wrote.  The first load is acquire too: it may be the one that meets the
+ * creator's release (ThreadSanitizer checks that); and so is a failed
+ * exchange's, so that *seen is always an acquire's (unref_seen needs it).
  */
 static bool move(struct weft__task *t, uint64_t from, uint64_t to,
-                 uint64_t flags, int64_t refs)
+                 uint64_t flags, int64_t refs, uint64_t *seen)
 {
     /* The handle is read before the state, so the same holds for it: an
      * acquire that meets task_new's release (task.c), for a claimer
@@ -53,46 +54,37 @@ static bool move(struct weft__task *t, uint64_t from, uint64_t to,
     struct weft_task *h = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     do {
-        if (weft__task_lifecycle(s) != from)
+        if (weft__task_lifecycle(s) != from) {
+            *seen = s;
             return false;
+        }
     } while (!atomic_compare_exchange_weak_explicit(
         &h->state, &s,
         (with_lifecycle(s, to) | flags) + (uint64_t)refs * WEFT__T_REF,
-        memory_order_acquire, memory_order_relaxed));
+        memory_order_acquire, memory_order_acquire));
     return true;
 }
 
+static void unref_seen(struct weft__task *t, uint64_t s, uint64_t n);
+
 bool weft__task_claim_idle(struct weft__task *t)
 {
-    return move(t, WEFT__T_IDLE, WEFT__T_RUNNING, 0, 0);
+    uint64_t seen;
+    return move(t, WEFT__T_IDLE, WEFT__T_RUNNING, 0, 0, &seen);
 }
 
 bool weft__task_claim_queued(struct weft__task *t)
 {
     /* The entry's reference goes with the entry.  Acquire pairs with the
      * release that queued it (spawn, wake), also when the queue in between
-     * is liburcu's, which ThreadSanitizer cannot see.  move's loads,
-     * inlined here, so that a stale entry's drop can use what they read. */
-    struct weft_task *h = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
-    while (weft__task_lifecycle(s) == WEFT__T_SCHEDULED)
-        if (atomic_compare_exchange_weak_explicit(
-                &h->state, &s,
-                ((s & ~(uint64_t)WEFT__T_LIFECYCLE) | WEFT__T_RUNNING |
-                 WEFT__T_STARTED) - WEFT__T_REF,
-                memory_order_acquire, memory_order_acquire))
-            return true;
-    /* A stale entry: the task was claimed inline meanwhile.  If it has
-     * ended and this entry's is its one reference left, the state read
-     * above is final (weft__task_unref): both records go, no RMW.  That
-     * read is an acquire (the first load, or a failed exchange's, hence
-     * its failure order), as weft__task_unref's: it reads the last of the
-     * other owners' release RMWs, so their writes come before the free. */
-    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
-        weft__task_refs(s) == 1)
-        weft__record_free_pair(t);
-    else
-        weft__task_unref(t, 1);
+     * is liburcu's, which ThreadSanitizer cannot see. */
+    uint64_t seen;
+    if (move(t, WEFT__T_SCHEDULED, WEFT__T_RUNNING, WEFT__T_STARTED, -1,
+             &seen))
+        return true;
+    /* A stale entry: the task was claimed inline meanwhile.  Its drop
+     * starts from the state the claim read (an acquire), not a new load. */
+    unref_seen(t, seen, 1);
     return false;
 }
 
@@ -115,27 +107,33 @@ static void free_task(struct weft__task *t, struct weft_task *h,
         weft__record_free_pair(t);
 }
 
-void weft__task_unref(struct weft__task *t, uint64_t n)
+/* weft__task_unref, from the state `s` read by an acquire. */
+static void unref_seen(struct weft__task *t, uint64_t s, uint64_t n)
 {
-    struct weft_task *h = t->done;
     /* An ended task whose references are all ours is ours alone: nobody
      * else holds one, and nobody can gain one (a wake and a cancel add a
-     * reference only to a task that has not ended).  Then no RMW (TBB's
-     * rule: the shared count only on the last transition): a stale
-     * queue entry of an awaited fork-join child.  (The handle's reference
-     * is never ours here, so a held handle takes the RMW.)  Acquire: it
-     * reads the last of the other owners' release RMWs, so their writes
-     * come before the free. */
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+     * reference only to a task that has not ended), so `s` is final.  Then
+     * no RMW (TBB's rule: the shared count only on the last transition):
+     * a stale queue entry of an awaited fork-join child.  (The handle's
+     * reference is never ours here, so a held handle takes the RMW.)  The
+     * acquire that read `s` read the last of the other owners' release
+     * RMWs, so their writes come before the free. */
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
         weft__task_refs(s) == n) {
-        free_task(t, h, false);
+        weft__record_free_pair(t);
         return;
     }
     /* acq_rel: the last one out sees every other owner's writes. */
-    uint64_t old = atomic_fetch_sub_explicit(&h->state, n * WEFT__T_REF,
+    uint64_t old = atomic_fetch_sub_explicit(&t->done->state, n * WEFT__T_REF,
                                              memory_order_acq_rel);
     weft__task_settle(t, old - n * WEFT__T_REF);
+}
+
+void weft__task_unref(struct weft__task *t, uint64_t n)
+{
+    unref_seen(t,
+               atomic_load_explicit(&t->done->state, memory_order_acquire),
+               n);
 }
 
 void weft__task_drop_handle(struct weft_task *h)
