@@ -143,7 +143,7 @@ static void *mark_dead(void *arg, void *val)
 static void coro_entry(void *val, void *arg)
 {
     struct weft_coro *co = arg;
-    weft__san_arrived(&co->san);
+    weft__san_arrived(weft__san_of(co));
     co->started = 1;
     void *ret = co->fn(val);
 
@@ -153,7 +153,7 @@ static void coro_entry(void *val, void *arg)
     struct weft_coro *to = co->resumer;
     atomic_store_explicit(&to->state, WEFT_CORO_RUNNING, memory_order_relaxed);
     weft__tls_fresh()->current = to;
-    weft__san_switch_last(&co->san, &to->san);
+    weft__san_switch_last(weft__san_of(co), weft__san_of(to));
     weft__ctx_jump_ontop(&co->resumer_sp, ret, NULL, &co->sp, mark_dead, co);
     __builtin_unreachable();
 }
@@ -179,7 +179,7 @@ WEFT_EXPORT int weft_coro_create(weft_coro **out, weft_fn fn,
         (struct weft_coro *)(top - WEFT__CORO_NAME_MAX - sizeof *co);
     co = (struct weft_coro *)((uintptr_t)co & ~(uintptr_t)63);
     char *name_buf = (char *)(co + 1);
-    weft__san_fiber_new(&co->san, &stack);
+    weft__san_fiber_new(weft__san_of(co), &stack);
 
     /* Every field is set here: no memset on the create path. */
     co->resumer = NULL;
@@ -217,10 +217,10 @@ static inline int run_claimed(struct weft__thread *t, struct weft_coro *self,
     atomic_store_explicit(&self->state, WEFT_CORO_NORMAL, memory_order_relaxed);
     co->resumer = self;
     t->current = co;
-    weft__san_switch(&self->san, &co->san);
+    weft__san_switch(weft__san_of(self), weft__san_of(co));
     int back = rc ? weft__ctx_jump_rc(&co->sp, in, out, &co->resumer_sp, rc)
                   : weft__ctx_resume(&co->sp, in, out);
-    weft__san_arrived(&self->san);
+    weft__san_arrived(weft__san_of(self));
     return back;
 }
 
@@ -233,7 +233,7 @@ void weft__thread_setup(struct weft__thread *t)
          * coroutine that overflows here needs the handler's altstack. */
         weft__overflow_thread_init();
         t->root.flags = WEFT__CORO_ROOT;
-        weft__san_fiber_thread(&t->root.san);
+        weft__san_fiber_thread(weft__san_of(&t->root));
         t->current = &t->root;
     }
 }
@@ -285,12 +285,12 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
                              void **slot, void *val, void **in)
 {
-    weft__san_switch(&self->san, &to->san);
+    weft__san_switch(weft__san_of(self), weft__san_of(to));
     /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
     int back = slot == &self->resumer_sp
                    ? weft__ctx_yield(val, in, &self->sp)
                    : weft__ctx_jump_publish(val, in, slot, &self->sp);
-    weft__san_arrived(&self->san);
+    weft__san_arrived(weft__san_of(self));
     return back;
 }
 

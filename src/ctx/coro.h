@@ -54,7 +54,8 @@ struct weft__claimer;
 struct weft_coro {
     void *sp;                 /* saved stack pointer while not running     */
     _Atomic uint32_t state;   /* weft_coro_state; SUSPENDED must be 0      */
-    uint32_t flags;           /* WEFT__CORO_*; written by its owner only   */
+    uint16_t flags;           /* WEFT__CORO_*; written by its owner only   */
+    uint16_t started;         /* body entered (published by the state CAS) */
     /* Process-unique (base/ident.h), never 0; set when the record is made
      * and not changed after (atomic for the observers' racy reads). */
     _Atomic uint64_t id;
@@ -66,7 +67,6 @@ struct weft_coro {
     /* thread that claimed it last: its fast claim path (claim.h) */
     _Atomic(struct weft__claimer *) owner;
     weft_fn fn;
-    uint32_t started;         /* body entered (published by the state CAS) */
     weft__stack stack;
     /* A static default, or a buffer of WEFT__CORO_NAME_MAX bytes that
      * lives as long as the record: above the record on a standalone
@@ -74,7 +74,9 @@ struct weft_coro {
      * (sched/records.c), out of the record, so that a record that is
      * never named never touches it. */
     const char *name;
+#ifdef WEFT__SAN_FIBERS
     struct weft__san_fiber san; /* for the sanitizers (sanitizer.h)      */
+#endif
 };
 
 /*

@@ -79,9 +79,8 @@
  * of cached stacks count as live threads: a process that forks after it
  * has used weft is a multi-threaded one to TSan (docs/testing.md).
  *
- * Everything here compiles to nothing in other builds, and the record keeps
- * the layout it has there, so the hot paths' code is the same with or
- * without this header.
+ * Everything here compiles to nothing in other builds, where a context's
+ * record has no member for it (a task's record is 8 bytes smaller).
  */
 #ifndef WEFT_SANITIZER_H
 #define WEFT_SANITIZER_H
@@ -91,10 +90,15 @@
 #include "ctx/sanitizer_build.h"
 #include "ctx/stack.h"
 
-/* What the sanitizers need to know about one context. */
+/* What the sanitizers need to know about one context: a member of the
+ * context's record in sanitized builds only (a record of none in others,
+ * where every call below takes NULL and compiles to nothing).  Reach it
+ * with weft__san_of(co). */
+#if defined(WEFT_TSAN) || defined(WEFT_ASAN)
+#define WEFT__SAN_FIBERS 1
 struct weft__san_fiber {
-    void *tsan;               /* its stack's TSan fiber (TSan builds)    */
 #ifdef WEFT_TSAN
+    void *tsan;               /* its stack's TSan fiber                  */
     void *entry_frame;        /* its entry function's frame, once started */
 #endif
 #ifdef WEFT_ASAN
@@ -103,6 +107,11 @@ struct weft__san_fiber {
     size_t size;
 #endif
 };
+#define weft__san_of(co) (&(co)->san)
+#else
+struct weft__san_fiber;
+#define weft__san_of(co) ((void)(co), (struct weft__san_fiber *)NULL)
+#endif
 
 #ifdef WEFT_TSAN
 #include <stdio.h>

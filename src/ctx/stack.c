@@ -226,6 +226,9 @@ static _Atomic uint64_t stacks_made;
 
 static int map_stack(weft__stack *out, size_t size)
 {
+    /* Callers validate against WEFT_STACK_MAX; the record keeps 32 bits. */
+    if (size > UINT32_MAX)
+        return -ENOMEM;
     void *map = weft__mmap(NULL, size, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
                               MAP_STACK,
@@ -235,7 +238,7 @@ static int map_stack(weft__stack *out, size_t size)
     /* Huge pages would commit 2 MiB per stack on first touch. */
     (void)madvise(map, size, MADV_NOHUGEPAGE);
     out->map = map;
-    out->size = size;
+    out->size = (uint32_t)size;
     out->canary = false;
     install_guard(out);
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <weft/coro.h>
 
@@ -43,7 +44,8 @@
 
 typedef struct weft__stack {
     void *map;        /* mapping base (guard at the bottom)  */
-    size_t size;      /* whole mapping, guard included       */
+    uint32_t size;    /* whole mapping, guard included (at
+                         most WEFT_STACK_MAX and a guard)   */
     bool canary;      /* no guard: a canary sits at map      */
 #ifdef WEFT_VALGRIND
     unsigned valgrind_id; /* its registration (stack.c)      */

@@ -86,7 +86,9 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
     }
     /* Every field is set here (records are recycled): no memset. */
     t->co.sp = NULL;
+#ifdef WEFT_TSAN
     t->co.san.tsan = NULL;
+#endif
     /* The embedded coroutine record is never SUSPENDED, so the standalone
      * calls (resume, destroy) refuse it with -EBUSY. */
     atomic_init(&t->co.state, WEFT_CORO_RUNNING);

@@ -175,7 +175,7 @@ struct weft__task {
 WEFT_RACY_READS static inline bool
 weft__task_record_live(const struct weft__task *t)
 {
-    return *(const volatile uint32_t *)&t->co.flags & WEFT__CORO_HOSTED;
+    return *(const volatile uint16_t *)&t->co.flags & WEFT__CORO_HOSTED;
 }
 
 /* t's handle, for a reader who may not own t (the observers, await's look

@@ -58,7 +58,7 @@ int weft__task_prepare(struct weft__task *t, const weft_pool *pool)
         return err;
     if (t->co.stack.canary)
         t->co.flags |= WEFT__CORO_CANARY;
-    weft__san_fiber_new(&t->co.san, &t->co.stack);
+    weft__san_fiber_new(weft__san_of(&t->co), &t->co.stack);
     t->co.sp = weft__ctx_make(weft__stack_top(&t->co.stack), task_entry, t);
     t->started = true;
     return 0;
@@ -133,9 +133,9 @@ void weft__task_run(struct weft__task *t)
         /* Back when the task (or a chain it handed control to) switches
          * to this scheduler; the post-switch action's result lands in
          * `next`. */
-        weft__san_switch(&th->root.san, &t->co.san);
+        weft__san_switch(weft__san_of(&th->root), weft__san_of(&t->co));
         weft__ctx_jump(&t->co.sp, NULL, (void **)&next, &th->root.sp);
-        weft__san_arrived(&th->root.san);
+        weft__san_arrived(weft__san_of(&th->root));
         t = next;
     }
 }
@@ -149,9 +149,9 @@ void weft__task_switch_to(struct weft_coro *to, weft__ctx_action action,
         switch_out_slow(self, to);
     th->current = to;
     th->switches++; /* for the monitor: worker.h, th */
-    weft__san_switch(&self->san, &to->san);
+    weft__san_switch(weft__san_of(self), weft__san_of(to));
     weft__ctx_jump_ontop(&to->sp, NULL, NULL, &self->sp, action, arg);
-    weft__san_arrived(&self->san);
+    weft__san_arrived(weft__san_of(self));
 }
 
 void weft__task_suspend(weft__ctx_action action, void *arg)
@@ -235,7 +235,8 @@ static _Noreturn void task_finish(struct weft__task *t)
                 weft__trace_wake(a);
                 trace_switch(&t->co, &a->co);
             }
-            weft__san_switch_last(&t->co.san, &a->co.san);
+            weft__san_switch_last(weft__san_of(&t->co),
+                                  weft__san_of(&a->co));
             weft__ctx_jump_ontop(&a->co.sp, NULL, NULL, &t->co.sp,
                                  finish_action, t);
             __builtin_unreachable();
@@ -245,7 +246,7 @@ static _Noreturn void task_finish(struct weft__task *t)
     th->current = &th->root;
     if (unlikely(observed))
         trace_switch(&t->co, &th->root);
-    weft__san_switch_last(&t->co.san, &th->root.san);
+    weft__san_switch_last(weft__san_of(&t->co), weft__san_of(&th->root));
     weft__ctx_jump_ontop(&th->root.sp, NULL, NULL, &t->co.sp, finish_action,
                          t);
     __builtin_unreachable();
@@ -255,7 +256,7 @@ static void task_entry(void *val, void *arg)
 {
     (void)val;
     struct weft__task *t = arg;
-    weft__san_arrived(&t->co.san);
+    weft__san_arrived(weft__san_of(&t->co));
     t->done->result = t->co.fn(t->arg);
     task_finish(t);
 }
