@@ -7,7 +7,8 @@
  * only once something waits for it; weft_spawn makes an eager one, queued
  * on a pool at once.  The handle either returns is consumed by exactly one
  * call that returns 0 of weft_await, weft_await_for, weft_await_all,
- * weft_await_all_for, weft_sync_wait and weft_task_detach (weft/weft.h,
+ * weft_await_all_for, weft_sync_wait, weft_task_take (a task with a room)
+ * and weft_task_detach (weft/weft.h,
  * "Handles and ownership": a call that fails consumes nothing); after that
  * the handle must not be used.  A task's stack is recycled the moment its
  * body returns; only the small record waits for the handle.
@@ -86,6 +87,29 @@ WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
 WEFT_API int weft_task_create_with(weft_task **out, weft_fn fn, size_t size,
                                    void **room, const weft_task_opts *opts);
 
+/* What weft_spawn_with calls to fill a room: 0, or a negative errno of
+ * the caller's choosing, which weft_spawn_with returns (nothing made). */
+typedef int (*weft_fill_fn)(void *room, void *arg);
+
+/*
+ * weft_spawn_with - an eager task with a room, in one call: as
+ * weft_task_create_with and weft_task_start together, with the room
+ * filled in between by fill(room, arg), which runs in this call, on this
+ * thread, before the task is queued.  fill returns 0, or a negative errno
+ * (of its own choosing) when it could not fill the room: nothing is made
+ * then, and that value is returned; fill must have undone what it wrote.
+ * (weft.hpp's spawn is this call: one call where the two would cost the
+ * fork-join hot path a call and a second look at the task's state.)
+ * Any context.
+ * Returns 0 and sets *out, -EINVAL (out, pool, fn or fill NULL, stack
+ * size over WEFT_STACK_MAX, a reserved option set), -ENOMEM, -ESHUTDOWN
+ * (pool is being destroyed and the caller is not one of its tasks; fill
+ * was not called), or fill's negative return.
+ */
+WEFT_API int weft_spawn_with(weft_task **out, weft_pool *pool, weft_fn fn,
+                             size_t size, weft_fill_fn fill, void *arg,
+                             const weft_task_opts *opts);
+
 /*
  * weft_task_start - queue a lazy task that has not started (made by
  * weft_task_create or weft_task_create_with, and not yet awaited, waited
@@ -117,6 +141,26 @@ WEFT_API int weft_task_start(weft_task *t, weft_pool *pool);
  * call started included).  On an error t is not consumed either.
  */
 WEFT_API int weft_task_join(weft_task *t);
+
+/* What weft_task_take hands the room of an ended task to. */
+typedef void (*weft_take_fn)(void *room, void *arg);
+
+/*
+ * weft_task_take - wait as weft_task_join does until t, a task with a room
+ * (weft_task_create_with, weft_spawn_with), ends; then call take(room,
+ * arg), on this thread, and consume t: the room is freed once take
+ * returns.  take must neither wait nor unwind (it moves the result out of
+ * the room).  In a task, a spawned t that no worker has started runs here
+ * inline, and take runs right after its body, as weft_await consumes t.
+ * Like weft_task_join it has no _for form (weft/weft.h, "Timeouts").
+ * Returns 0 (take was called, t consumed), -EINVAL (t or take NULL, t has
+ * no room, or t is the calling task), -EDEADLK (on a plain thread: called
+ * on a pool worker outside a task, or inside a coroutine), -ENOMEM (t is
+ * lazy and no stack could be had to start it: it did not start),
+ * -ECANCELED (in a task: the calling task was cancelled, before or while
+ * it waited).  On an error take was not called and t is not consumed.
+ */
+WEFT_API int weft_task_take(weft_task *t, weft_take_fn take, void *arg);
 
 /*
  * weft_spawn - an eager task that will run fn(arg), queued on pool at

@@ -47,8 +47,8 @@
  * is no limit.  The exceptions: weft_sleep, which is a timed wait itself;
  * weft_sync_wait, which has no _for form (the thread that calls it may be
  * the one running the task, which cannot be left at a deadline), nor has
- * weft_task_join, which waits as weft_sync_wait does on a plain thread
- * (in a task, weft_await_for bounds the same wait); and the
+ * weft_task_join and weft_task_take, which wait as weft_sync_wait does on
+ * a plain thread (in a task, weft_await_for bounds the same wait); and the
  * condition variable, whose waits lock the mutex again after their
  * timeout, for as long as that takes (as pthread_cond_timedwait does).
  *
@@ -67,9 +67,10 @@
  * coroutine's -ECANCELED is its destruction, weft/coro.h.)
  *
  * Handles and ownership.  A weft_task handle (weft_task_create,
- * weft_spawn) is consumed by exactly one call that returns 0 of:
- * weft_await, weft_await_for, weft_await_all, weft_await_all_for,
- * weft_sync_wait, weft_task_detach; a call that fails consumes nothing.
+ * weft_task_create_with, weft_spawn, weft_spawn_with) is consumed by
+ * exactly one call that returns 0 of: weft_await, weft_await_for,
+ * weft_await_all, weft_await_all_for, weft_sync_wait, weft_task_take,
+ * weft_task_detach; a call that fails consumes nothing.
  * After that the handle must not be used.  weft_task_join waits for the
  * task's end without consuming the handle; weft_task_start queues a lazy
  * one, the handle still the caller's.  weft_task_current returns a

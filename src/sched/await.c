@@ -141,8 +141,9 @@ static bool stack_room(struct weft__task *self, size_t need)
  * the handle is consumed, or, with keep, the handle is still the
  * caller's (and the result is in h->result).
  */
-static bool try_inline(struct weft__task *self, struct weft_task *h,
-                       void **result, bool keep)
+static inline __attribute__((always_inline)) bool
+try_inline(struct weft__task *self, struct weft_task *h, void **result,
+           bool keep, weft_take_fn take, void *take_arg)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w)
@@ -190,6 +191,9 @@ static bool try_inline(struct weft__task *self, struct weft_task *h,
     h->result = r;
     if (result && !keep)
         *result = r;
+    /* The room, before the RMW below may free it (with the record). */
+    if (take)
+        take(t->arg, take_arg);
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&h->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
@@ -244,7 +248,7 @@ static bool is_complete(struct weft__task *t)
                &h->state, memory_order_acquire)) == WEFT__T_COMPLETE;
 }
 
-static void retire_stale(void)
+static inline __attribute__((always_inline)) void retire_stale(void)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w)
@@ -352,8 +356,9 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
  * caller's (the result in h->result, for weft__task_consume).  Else
  * the wait's error, h not consumed.
  */
-static int await_until(weft_task *h, void **result, uint64_t deadline,
-                       bool nowait, bool keep)
+static inline __attribute__((always_inline)) int
+await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
+            bool keep, weft_take_fn take, void *take_arg)
 {
     if (!h)
         return -EINVAL;
@@ -377,7 +382,8 @@ static int await_until(weft_task *h, void **result, uint64_t deadline,
                     WEFT__T_LAZY;
         /* Not for a timed await: nothing could end an inline body at the
          * deadline. */
-        if (!lazy && !deadline && try_inline(self, h, result, keep)) {
+        if (!lazy && !deadline && try_inline(self, h, result, keep, take,
+                                                  take_arg)) {
             retire_stale();
             return 0;
         }
@@ -415,31 +421,69 @@ static int await_until(weft_task *h, void **result, uint64_t deadline,
             return weft__wait_error(&w, atomic_load_explicit(
                                             &w.outcome, memory_order_acquire));
     }
-    if (!keep)
+    if (!keep) {
+        /* A task with a room keeps its run record while the handle is
+         * held (KEEP), and the room in it; the acquire that saw DONE
+         * ordered the body's writes to it before this. */
+        if (take)
+            take(h->run->arg, take_arg);
         weft__task_consume(h, result);
+    }
     return 0;
 }
 
 /* In a task as weft_await, keeping the handle (the await_all's keep);
  * elsewhere as weft_sync_wait, keeping it too (driver.c). */
+/* await_until, inlined where it is hot (weft_await, weft_task_take: the
+ * fork-join paths, where a call and a frame of its own would cost as much
+ * as the rest of the await), and here once for the other callers. */
+static __attribute__((noinline)) int
+await_general(weft_task *h, void **result, uint64_t deadline, bool nowait,
+              bool keep)
+{
+    return await_until(h, result, deadline, nowait, keep, NULL, NULL);
+}
+
 WEFT_EXPORT int weft_task_join(weft_task *t)
 {
     /* await_until says -EPERM for "not in a task", and only for that:
      * then this is a plain thread (or a coroutine), and waits as
      * weft_sync_wait does.  (One look at the thread's state, not two.) */
-    int err = await_until(t, NULL, 0, false, true);
+    int err = await_general(t, NULL, 0, false, true);
     return err == -EPERM ? weft__sync_wait_keep(t) : err;
+}
+
+WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
+{
+    if (!t || !take)
+        return -EINVAL;
+    /* A room lives in the run record, which a task with one keeps as long
+     * as its handle (KEEP; a named task keeps it too, without a room). */
+    if (!(atomic_load_explicit(&t->state, memory_order_relaxed) &
+          WEFT__T_KEEP) ||
+        t->run->room == WEFT__ROOM_NONE)
+        return -EINVAL;
+    int err = await_until(t, NULL, 0, false, false, take, arg);
+    if (err != -EPERM)
+        return err;
+    /* A plain thread: weft_task_join's wait, then the same hand-over. */
+    err = weft__sync_wait_keep(t);
+    if (err)
+        return err;
+    take(t->run->arg, arg);
+    weft__task_drop_handle(t);
+    return 0;
 }
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
 {
-    return await_until(t, result, 0, false, false);
+    return await_until(t, result, 0, false, false, NULL, NULL);
 }
 
 WEFT_EXPORT int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns)
 {
-    return await_until(t, result, weft__deadline_after(timeout_ns),
-                       timeout_ns == 0, false);
+    return await_general(t, result, weft__deadline_after(timeout_ns),
+                         timeout_ns == 0, false);
 }
 
 /*
@@ -462,7 +506,7 @@ static int await_all_until(weft_task **ts, size_t n, void **results,
             (self->inlined && ts[i] == self->inlined->done))
             return -EINVAL;
     for (size_t i = 0; i < n; i++) {
-        int err = await_until(ts[i], NULL, deadline, nowait, true);
+        int err = await_general(ts[i], NULL, deadline, nowait, true);
         if (err)
             return err;
     }

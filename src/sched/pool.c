@@ -61,11 +61,14 @@
  *   4. A worker that is about to park while `shutdown` is set checks drain:
  *      tasks that arrived == tasks that left, with the per-worker counters
  *      read lefts first (so a task counted as left is counted as arrived).
+ *      An arrival from outside that queues nothing after all leaves and
+ *      wakes every worker to check again (weft__pool_leave_unqueued).
  *      When drained it sets `stop` and wakes every worker and the
  *      destroyer; workers exit their loops on `stop`.
  *   5. The destroyer joins the workers, waits for threads outside the pool
  *      that queued a task and are still waking a worker (their task may
- *      already have ended: outside_submitters), then drops the queue
+ *      already have ended), or that left and are still waking the workers
+ *      (outside_submitters), then drops the queue
  *      entries that are left (stale entries of tasks that were run inline),
  *      so no task record leaks, and frees the pool.
  */
@@ -117,10 +120,39 @@ int weft__pool_arrive(weft_pool *p)
      * back out, or the drain check sees our arrival. */
     atomic_fetch_add_explicit(&p->arrived_outside, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&p->shutdown, memory_order_seq_cst)) {
-        atomic_fetch_add_explicit(&p->left_outside, 1, memory_order_release);
+        weft__pool_leave_unqueued(p);
         return -ESHUTDOWN;
     }
     return 0;
+}
+
+static void wake_all(weft_pool *p);
+
+/*
+ * An arrival that queues nothing after all (the arrival's own back-out
+ * above, a fill that weft_spawn_with's caller refused).  A worker that
+ * checked drain between the arrival and this leave found the pool not
+ * drained and may sleep for good: nothing of the pool parks after a leave
+ * from outside it (a worker's own leave is followed by its next park,
+ * which checks again).  So a leave from outside wakes every worker, each
+ * of which checks drain at its next park (wake_all's unpark is kept by a
+ * parker that has not parked yet, and orders this leave before that
+ * check).  Both callers are rare: a destroy under way, a refusal.
+ */
+void weft__pool_leave_unqueued(weft_pool *p)
+{
+    struct weft__worker *w = weft__worker_current();
+    if (w && w->pool == p) {
+        weft__pool_leave(p);
+        return;
+    }
+    /* Counted as an outside submitter from before the leave, which may
+     * complete the drain, to after the wake: the destroyer frees the pool
+     * only once none is left (as submit_outside). */
+    atomic_fetch_add_explicit(&p->outside_submitters, 1, memory_order_seq_cst);
+    weft__pool_leave(p);
+    wake_all(p);
+    atomic_fetch_sub_explicit(&p->outside_submitters, 1, memory_order_release);
 }
 
 void weft__pool_leave(weft_pool *p)

@@ -164,6 +164,27 @@ WEFT_EXPORT int weft_task_create(weft_task **out, weft_fn fn, void *arg,
     return 0;
 }
 
+/* A task with a room of `size` bytes (its arg): a window of a second
+ * record up to WEFT_TASK_ROOM, else one malloc; KEEP added to `state`. */
+static struct weft__task *room_task_new(weft_fn fn, size_t stack,
+                                        const char *name, size_t size,
+                                        uint64_t state)
+{
+    bool small = size <= WEFT_TASK_ROOM;
+    struct weft__task *t =
+        task_new(fn, NULL, stack, name, state | WEFT__T_KEEP, small);
+    if (!t || small)
+        return t;
+    /* malloc's alignment is max_align_t's, as the header promises. */
+    t->arg = weft__malloc(size);
+    if (!t->arg) {
+        task_unmake(t);
+        return NULL;
+    }
+    t->room = WEFT__ROOM_HEAP;
+    return t;
+}
+
 WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
                                       size_t size, void **room,
                                       const weft_task_opts *opts)
@@ -171,23 +192,11 @@ WEFT_EXPORT int weft_task_create_with(weft_task **out, weft_fn fn,
     size_t stack;
     if (!out || !fn || !room || check_opts(opts, &stack))
         return -EINVAL;
-    bool small = size <= WEFT_TASK_ROOM;
-    struct weft__task *t = task_new(
-        fn, NULL, stack, opts ? opts->name : NULL,
-        WEFT__T_IDLE | WEFT__T_HANDLE | WEFT__T_LAZY | WEFT__T_KEEP |
-            2 * WEFT__T_REF,
-        small);
+    struct weft__task *t = room_task_new(
+        fn, stack, opts ? opts->name : NULL, size,
+        WEFT__T_IDLE | WEFT__T_HANDLE | WEFT__T_LAZY | 2 * WEFT__T_REF);
     if (!t)
         return -ENOMEM;
-    if (!small) {
-        /* malloc's alignment is max_align_t's, as the header promises. */
-        t->arg = weft__malloc(size);
-        if (!t->arg) {
-            task_unmake(t);
-            return -ENOMEM;
-        }
-        t->room = WEFT__ROOM_HEAP;
-    }
     *room = t->arg;
     *out = t->done;
     return 0;
@@ -228,6 +237,38 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
     if (out)
         *out = t->done;
     queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
+    return 0;
+}
+
+WEFT_EXPORT int weft_spawn_with(weft_task **out, weft_pool *pool, weft_fn fn,
+                                size_t size, weft_fill_fn fill, void *arg,
+                                const weft_task_opts *opts)
+{
+    size_t stack;
+    if (!out || !pool || !fn || !fill || check_opts(opts, &stack))
+        return -EINVAL;
+    struct weft__task *t =
+        room_task_new(fn, stack, opts ? opts->name : NULL, size, 0);
+    if (!t)
+        return -ENOMEM;
+    /* Arrive before fill: a refusal after fill could not undo what fill
+     * made in the room, and fill's refusal can undo the arrival. */
+    int err = weft__pool_arrive(pool);
+    if (err) {
+        task_unmake(t);
+        return err;
+    }
+    err = fill(t->arg, arg);
+    if (err) {
+        task_unmake(t);
+        weft__pool_leave_unqueued(pool);
+        return err;
+    }
+    /* References: the queue entry, the task's life, and the handle. */
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
+    *out = t->done;
+    queue_new(t, pool, s | WEFT__T_SCHEDULED | 3 * WEFT__T_REF |
+                           WEFT__T_HANDLE);
     return 0;
 }
 

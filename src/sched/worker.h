@@ -304,6 +304,9 @@ void weft__pool_unlend(struct weft__worker *w);
  * pool's own workers (its tasks spawning more) never does. */
 int weft__pool_arrive(weft_pool *pool);
 void weft__pool_leave(weft_pool *pool);
+/* The leave of an arrival that queued nothing after all: also wakes the
+ * workers once a destroy may be waiting on that arrival (pool.c). */
+void weft__pool_leave_unqueued(weft_pool *pool);
 
 /*
  * weft__pool_poller - the pool's poller, or NULL.  weft__pool_attach_poller

@@ -156,17 +156,22 @@ def definitions(path):
 
 
 def fn_name(head):
-    """The name a declaration head declares as a function, or None."""
+    """The name a declaration head declares as a function, or None.
+    Attributes before the name (`static __attribute__((noinline)) int
+    f(...)`) are skipped."""
     depth = 0
     for k, ch in enumerate(head):
         if ch == '(':
             if depth == 0:
                 m = re.search(r'([A-Za-z_]\w*)\s*$', head[:k])
-                if m and m.group(1) not in ('__attribute__', 'sizeof',
-                                            'defined', 'if', 'while',
-                                            'for', 'switch', 'return'):
+                if m and m.group(1) == '__attribute__':
+                    pass
+                elif m and m.group(1) not in ('sizeof', 'defined', 'if',
+                                              'while', 'for', 'switch',
+                                              'return'):
                     return m.group(1)
-                return None
+                else:
+                    return None
             depth += 1
         elif ch == ')':
             depth -= 1

@@ -619,6 +619,169 @@ static int spawn_shutdown(void)
     return rc;
 }
 
+/* weft_spawn_with and weft_task_take: a room that holds an int, which
+ * room_times3 triples (7: 21, as after_pending wants). */
+static int fills; /* fill calls: a refused call makes none, but for "fill
+                     refuses" */
+
+static int fill_seven(void *room, void *arg)
+{
+    (void)arg;
+    fills++;
+    *(intptr_t *)room = 7;
+    return 0;
+}
+
+static int fill_refuses(void *room, void *arg)
+{
+    (void)room;
+    (void)arg;
+    fills++;
+    return -ENOMEM;
+}
+
+static void *room_times3(void *room) { return P(*(intptr_t *)room * 3); }
+
+static void take_none(void *room, void *arg)
+{
+    (void)room;
+    *(int *)arg += 1;
+}
+
+/* spawn_with refused: *out untouched, fill not called, and the pool
+ * still runs a spawn. */
+static int spawn_with_call(weft_task **out, weft_pool *p, weft_fn fn,
+                           weft_fill_fn fill, const weft_task_opts *o)
+{
+    fills = 0;
+    int rc = weft_spawn_with(out, p, fn, sizeof(intptr_t), fill, NULL, o);
+    if (out)
+        CHECK_PTR_EQ(*out, OLD);
+    CHECK_EQ(fills, fill == fill_refuses ? 1 : 0);
+    return rc;
+}
+
+static int spawn_with_out_null(void)
+{
+    return spawn_with_call(NULL, g_pool, room_times3, fill_seven, NULL);
+}
+
+static int spawn_with_pool_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_with_call(&t, NULL, room_times3, fill_seven, NULL);
+}
+
+static int spawn_with_fn_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_with_call(&t, g_pool, NULL, fill_seven, NULL);
+}
+
+static int spawn_with_fill_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_with_call(&t, g_pool, room_times3, NULL, NULL);
+}
+
+static int spawn_with_stack(void)
+{
+    weft_task_opts o = {.stack_size = ((size_t)1 << 30) + 1, .name = NULL};
+    weft_task *t = OLD;
+    return spawn_with_call(&t, g_pool, room_times3, fill_seven, &o);
+}
+
+static int spawn_with_shutdown(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    weft_task *t = OLD;
+    int rc = spawn_with_call(&t, d.p, room_times3, fill_seven, NULL);
+    dying_end(&d);
+    return rc;
+}
+
+/* fill's own code comes back, and nothing was queued: the pool's next
+ * spawn_with runs as usual. */
+static int spawn_with_fill_refuses(void)
+{
+    weft_task *t = OLD;
+    int rc = spawn_with_call(&t, g_pool, room_times3, fill_refuses, NULL);
+    CHECK_EQ(weft_spawn_with(&t, g_pool, room_times3, sizeof(intptr_t),
+                             fill_seven, NULL, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    CHECK_EQ(I(r), 21);
+    return rc;
+}
+
+static int task_take_null(void)
+{
+    int n = 0;
+    int rc = weft_task_take(NULL, take_none, &n);
+    CHECK_EQ(n, 0);
+    return rc;
+}
+
+/* Refused: the handle is not consumed (after_pending takes it). */
+static int task_take_take_null(void)
+{
+    CHECK_EQ(weft_spawn_with(&g_pending, g_pool, room_times3,
+                             sizeof(intptr_t), fill_seven, NULL, NULL), 0);
+    return weft_task_take(g_pending, NULL, NULL);
+}
+
+static int task_take_no_room(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    int n = 0;
+    int rc = weft_task_take(g_pending, take_none, &n);
+    CHECK_EQ(n, 0);
+    return rc;
+}
+
+/* A task body that takes its own handle (see await_own_handle). */
+static void *take_own_handle(void *room)
+{
+    int n = 0;
+    int rc = weft_task_take(*(weft_task **)room, take_none, &n);
+    CHECK_EQ(n, 0);
+    return P(rc);
+}
+
+static int fill_handle_slot(void *room, void *arg)
+{
+    *(weft_task ***)room = arg;
+    return 0;
+}
+
+static void *take_own_handle_at(void *room)
+{
+    return take_own_handle(*(weft_task ***)room);
+}
+
+static int task_take_self(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_spawn_with(&t, g_pool, take_own_handle_at,
+                             sizeof(weft_task **), fill_handle_slot, &t,
+                             NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    return (int)I(r);
+}
+
+/* In a coroutine: the handle is left for after_pending. */
+static int task_take_spawned(void)
+{
+    CHECK_EQ(weft_spawn_with(&g_pending, g_pool, room_times3,
+                             sizeof(intptr_t), fill_seven, NULL, NULL), 0);
+    int n = 0;
+    int rc = weft_task_take(g_pending, take_none, &n);
+    CHECK_EQ(n, 0);
+    return rc;
+}
+
 static int await_null(void)
 {
     void *r = OLD;
@@ -1163,6 +1326,32 @@ static int task_join_cancelled(void)
     return weft_task_join(t);
 }
 
+/* A room task that runs until g_release is set, taken in a cancelled
+ * task: refused, not consumed (after_release takes it). */
+static int fill_release(void *room, void *arg)
+{
+    *(weft_event **)room = arg;
+    return 0;
+}
+
+static void *room_wait_for_release(void *room)
+{
+    return wait_for_release(*(weft_event **)room);
+}
+
+static int task_take_cancelled(void)
+{
+    weft_event_init(&g_release);
+    CHECK_EQ(weft_spawn_with(&g_pending, g_pool, room_wait_for_release,
+                             sizeof(weft_event *), fill_release, &g_release,
+                             NULL), 0);
+    cancel_self();
+    int n = 0;
+    int rc = weft_task_take(g_pending, take_none, &n);
+    CHECK_EQ(n, 0);
+    return rc;
+}
+
 /* The pool is being destroyed: t stays lazy, and runs when waited for. */
 static int task_start_shutdown(void)
 {
@@ -1282,6 +1471,36 @@ static int task_create_with_nomem(void)
     OUT_OF_MEMORY(rc = weft_task_create_with(&t, times3, 8, &room, NULL));
     CHECK_PTR_EQ(t, OLD);
     CHECK_PTR_EQ(room, OLD);
+    return rc;
+}
+
+static int spawn_with_nomem(void)
+{
+    weft_task *t = OLD;
+    int rc;
+    fills = 0;
+    OUT_OF_MEMORY(rc = weft_spawn_with(&t, g_pool, room_times3,
+                                       sizeof(intptr_t), fill_seven, NULL,
+                                       NULL));
+    CHECK_PTR_EQ(t, OLD);
+    CHECK_EQ(fills, 0);
+    return rc;
+}
+
+/* A lazy room task taken from a task, with no memory for its stack: it
+ * did not start, take was not called, and after_pending runs it. */
+static int task_take_lazy_nomem(void)
+{
+    weft_task *t;
+    void *room;
+    CHECK_EQ(weft_task_create_with(&t, room_times3, sizeof(intptr_t), &room,
+                                   &odd_stack), 0);
+    *(intptr_t *)room = 7;
+    int n = 0;
+    int rc;
+    OUT_OF_MEMORY(rc = weft_task_take(t, take_none, &n));
+    CHECK_EQ(n, 0);
+    g_pending = t;
     return rc;
 }
 
@@ -2931,7 +3150,9 @@ struct row {
 #define AWAIT_ALL_LAZY_NOMEM await_all_lazy_nomem
 #define SYNC_WAIT_LAZY_NOMEM sync_wait_lazy_nomem
 #define TASK_JOIN_LAZY_NOMEM task_join_lazy_nomem
+#define TASK_TAKE_LAZY_NOMEM task_take_lazy_nomem
 #else
+#define TASK_TAKE_LAZY_NOMEM NULL
 #define TASK_JOIN_LAZY_NOMEM NULL
 #define AWAIT_LAZY_NOMEM NULL
 #define AWAIT_FOR_LAZY_NOMEM NULL
@@ -3038,11 +3259,26 @@ static const struct row rows[] = {
     ROW_AFTER(weft_task_join, "in a coroutine (handle not consumed)", -EDEADLK, CORO, task_join_spawned, after_pending),
     ROW_AFTER(weft_task_join, "in a cancelled task, the task still running", -ECANCELED, TASK, task_join_cancelled, after_release),
     {"weft_task_join", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_JOIN_LAZY_NOMEM, after_pending, true},
+    ROW(weft_task_take, "NULL", -EINVAL, TASK, task_take_null),
+    ROW_AFTER(weft_task_take, "`take` NULL (not consumed)", -EINVAL, TASK, task_take_take_null, after_pending),
+    ROW_AFTER(weft_task_take, "a task without a room (not consumed)", -EINVAL, TASK, task_take_no_room, after_pending),
+    ROW(weft_task_take, "the calling task's own handle", -EINVAL, PLAIN, task_take_self),
+    ROW_AFTER(weft_task_take, "in a coroutine (not consumed)", -EDEADLK, CORO, task_take_spawned, after_pending),
+    ROW_AFTER(weft_task_take, "in a cancelled task, the task still running (not consumed)", -ECANCELED, TASK, task_take_cancelled, after_release),
+    {"weft_task_take", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_TAKE_LAZY_NOMEM, after_pending, true},
     ROW(weft_spawn, "`pool` NULL", -EINVAL, PLAIN, spawn_pool_null),
     ROW(weft_spawn, "`fn` NULL", -EINVAL, PLAIN, spawn_fn_null),
     ROW(weft_spawn, "a pool another thread is destroying", -ESHUTDOWN, PLAIN,
         spawn_shutdown),
     NOMEM(weft_spawn, "no memory for the record", PLAIN, spawn_nomem),
+    ROW(weft_spawn_with, "`out` NULL (fill not called)", -EINVAL, PLAIN, spawn_with_out_null),
+    ROW(weft_spawn_with, "`pool` NULL", -EINVAL, PLAIN, spawn_with_pool_null),
+    ROW(weft_spawn_with, "`fn` NULL", -EINVAL, PLAIN, spawn_with_fn_null),
+    ROW(weft_spawn_with, "`fill` NULL", -EINVAL, PLAIN, spawn_with_fill_null),
+    ROW(weft_spawn_with, "stack size over 1 GiB", -EINVAL, PLAIN, spawn_with_stack),
+    ROW(weft_spawn_with, "a pool another thread is destroying (fill not called)", -ESHUTDOWN, PLAIN, spawn_with_shutdown),
+    ROW(weft_spawn_with, "fill refuses with -ENOMEM (nothing queued)", -ENOMEM, PLAIN, spawn_with_fill_refuses),
+    NOMEM(weft_spawn_with, "no memory for the record", PLAIN, spawn_with_nomem),
     ROW(weft_await, "NULL", -EINVAL, TASK, await_null),
     ROW_AFTER(weft_await, "on a plain thread (handle not consumed)", -EPERM, PLAIN,
               await_spawned, after_pending),

@@ -1545,6 +1545,223 @@ static void test_room_big(void **state)
     WT_CLEAN();
 }
 
+/* weft_spawn_with and weft_task_take: the room filled inside the spawn,
+ * the outcome moved out of it inside the take. */
+struct job_args {
+    uint64_t seed;
+    uint32_t yields;
+};
+
+static int job_fill_cb(void *room, void *arg)
+{
+    const struct job_args *a = arg;
+    job_fill(room, a->seed, a->yields);
+    return 0;
+}
+
+/* What a take saw: the room's job, copied, and how often it was called. */
+struct took {
+    struct job job;
+    int calls;
+};
+
+static void job_take_cb(void *room, void *arg)
+{
+    struct took *k = arg;
+    k->job = *(const struct job *)room;
+    k->calls++;
+}
+
+static weft_task *job_spawn(weft_pool *p, uint64_t seed, uint32_t yields)
+{
+    struct job_args a = {seed, yields};
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn_with(&t, p, job_body, sizeof(struct job),
+                             job_fill_cb, &a, NULL), 0);
+    CHECK(t != NULL);
+    return t;
+}
+
+static void job_take_check(weft_task *t, uint64_t seed)
+{
+    struct took k = {.calls = 0};
+    CHECK_EQ(weft_task_take(t, job_take_cb, &k), 0);
+    CHECK_EQ(k.calls, 1);
+    job_check_done(&k.job, seed);
+}
+
+/* A fork-join task: on one worker each take runs its child inline (take
+ * right after the body), on more a thief may have it (take after the
+ * wait); every other child is joined first (take at once). */
+#define TAKES 2000
+
+static void *spawn_with_fork_join(void *arg)
+{
+    (void)arg;
+    weft_pool *p = weft_pool_current();
+    weft_task *t[16];
+    for (uint64_t round = 0; round < TAKES / 16; round++) {
+        for (uint64_t k = 0; k < 16; k++)
+            t[k] = job_spawn(p, round * 16 + k, (uint32_t)(k % 3 == 0));
+        for (uint64_t k = 0; k < 16; k++) {
+            if (k % 2)
+                CHECK_EQ(weft_task_join(t[k]), 0);
+            job_take_check(t[k], round * 16 + k);
+        }
+    }
+    return P(1);
+}
+
+static void test_spawn_with_take_in_task(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    assert_int_equal(I(wt_run(p, spawn_with_fork_join, NULL)), 1);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* From a plain thread: take waits as sync_wait does; a lazy room task
+ * starts on this thread. */
+static void test_spawn_with_take_plain(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    static weft_task *t[ROOMS];
+    for (int i = 0; i < ROOMS; i++)
+        t[i] = job_spawn(p, (uint64_t)i * 31u, (uint32_t)(i % 3));
+    for (int i = 0; i < ROOMS; i++)
+        job_take_check(t[i], (uint64_t)i * 31u);
+    struct job *j;
+    weft_task *lazy = job_start(NULL, 77, 1, &j);
+    job_take_check(lazy, 77);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A room larger than WEFT_TASK_ROOM, filled and taken through the calls;
+ * a fill that refuses leaves nothing behind (ASan's leak check). */
+static int big_fill(void *room, void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < BIG_ROOM; i++)
+        ((unsigned char *)room)[i] = (unsigned char)i;
+    return 0;
+}
+
+static int big_refuse(void *room, void *arg)
+{
+    (void)room;
+    (void)arg;
+    return -EIO;
+}
+
+static void big_take(void *room, void *arg)
+{
+    const unsigned char *b = room;
+    size_t *bad = arg;
+    for (size_t i = 0; i < BIG_ROOM; i++)
+        if (b[i] != (unsigned char)(255 - (unsigned char)i))
+            (*bad)++;
+}
+
+static void test_spawn_with_big(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *t = NULL;
+    assert_int_equal(weft_spawn_with(&t, p, big_body, BIG_ROOM, big_refuse,
+                                     NULL, NULL), -EIO);
+    assert_null(t);
+    assert_int_equal(weft_spawn_with(&t, p, big_body, BIG_ROOM, big_fill,
+                                     NULL, NULL), 0);
+    size_t bad = 0;
+    assert_int_equal(weft_task_take(t, big_take, &bad), 0);
+    assert_int_equal(bad, 0);
+    /* Detached: its room lives until it ends. */
+    assert_int_equal(weft_spawn_with(&t, p, big_body, BIG_ROOM, big_fill,
+                                     NULL, NULL), 0);
+    assert_int_equal(weft_task_detach(t), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/*
+ * A fill that refuses while the pool is being destroyed: its arrival kept
+ * the pool from draining when the workers last looked, and its leave must
+ * wake them to look again, or the destroy waits for ever (the watchdog).
+ * The fill, on a thread outside the pool, says it runs, then probes the
+ * pool with refused spawns (no task runs: the workers stay asleep with no
+ * deadline, which a task's memory would arm) until one says the destroy
+ * began, waits for the workers to have looked, and refuses.
+ */
+struct refusing_fill {
+    weft_pool *p;
+    atomic_int in_fill;
+};
+
+static int refuse_at_once(void *room, void *arg)
+{
+    (void)room;
+    (void)arg;
+    return -EIO;
+}
+
+static uint64_t worker_parks(weft_pool *p, unsigned i)
+{
+    struct weft_worker_stats st = {.size = sizeof st};
+    CHECK_EQ(weft_pool_worker_stats(p, i, &st), 0);
+    return st.parks;
+}
+
+static int fill_until_shutdown(void *room, void *arg)
+{
+    (void)room;
+    struct refusing_fill *f = arg;
+    atomic_store(&f->in_fill, 1);
+    int rc;
+    weft_task *t = NULL;
+    while ((rc = weft_spawn_with(&t, f->p, job_body, sizeof(struct job),
+                                 refuse_at_once, NULL, NULL)) == -EIO)
+        sched_yield();
+    CHECK_EQ(rc, -ESHUTDOWN);
+    /* The window: each worker parks again (and finds the pool not
+     * drained: this arrival) before the refusal.  A worker asleep already
+     * parks no more, hence the bound. */
+    unsigned n = weft_pool_threads(f->p);
+    uint64_t seen[8];
+    for (unsigned i = 0; i < n && i < 8; i++)
+        seen[i] = worker_parks(f->p, i);
+    uint64_t until = wt_now_ns() + MS(20);
+    for (unsigned i = 0; i < n && i < 8; i++)
+        while (worker_parks(f->p, i) == seen[i] && wt_now_ns() < until)
+            sched_yield();
+    return -EIO;
+}
+
+static void *spawn_with_refusing(void *arg)
+{
+    struct refusing_fill *f = arg;
+    weft_task *t = NULL;
+    CHECK_EQ(weft_spawn_with(&t, f->p, job_body, sizeof(struct job),
+                             fill_until_shutdown, f, NULL), -EIO);
+    CHECK(t == NULL);
+    return NULL;
+}
+
+static void test_spawn_with_refused_while_destroyed(void **state)
+{
+    for (int round = 0; round < 50; round++) {
+        struct refusing_fill f = {.p = wt_pool(WT_NTHREADS(state))};
+        atomic_init(&f.in_fill, 0);
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, spawn_with_refusing, &f),
+                         0);
+        while (!atomic_load(&f.in_fill))
+            sched_yield();
+        wt_destroy(f.p); /* returns once the refused arrival has left */
+        assert_int_equal(pthread_join(th, NULL), 0);
+    }
+    WT_CLEAN();
+}
+
 /* weft_task_start queues a lazy task exactly as weft_spawn would: it runs
  * on the pool (not here) without anyone waiting for it. */
 static void *note_pool(void *arg)
@@ -1720,6 +1937,10 @@ int main(void)
         WT_TEST(test_room_join_in_task),
         WT_TEST1(test_room_join_lazy_plain),
         WT_TEST(test_room_big),
+        WT_TEST(test_spawn_with_take_in_task),
+        WT_TEST(test_spawn_with_take_plain),
+        WT_TEST(test_spawn_with_big),
+        WT_TEST(test_spawn_with_refused_while_destroyed),
         WT_TEST(test_task_start_runs_on_pool),
         WT_TEST(test_ended_handles_outlive_run_records),
         WT_TEST(test_cancel_races_end),
