@@ -45,9 +45,10 @@
  * a task run on alone, detach() it: its result is then destroyed by
  * whichever of the two sides finishes last.
  *
- * The room rule.  weft::spawn makes the task with weft_task_create_with:
- * the callable, its arguments, and later the result (or the exception)
- * share one room that weft keeps with the task.  When that room is at most
+ * The room rule.  weft::spawn makes the task with weft_spawn_with (a room
+ * filled before the task is queued): the callable, its arguments, and
+ * later the result (or the exception) share one room that weft keeps with
+ * the task, until get() takes the result out of it (weft_task_take).  When that room is at most
  * WEFT_TASK_ROOM (64) bytes, weft::spawn allocates nothing beyond what
  * weft_spawn does (a task record from weft's own cache, and its stack);
  * weft::fits_room<F, Args...> says whether it is (the larger of the
@@ -316,7 +317,7 @@ struct frame {
     } u;
     std::atomic<unsigned char> state{st_running};
 
-    /* Bytes asked of weft_task_create_with: weft aligns a room to
+    /* Bytes asked of weft_spawn_with: weft aligns a room to
      * max_align_t; a stricter frame gets its slack to align itself in. */
     static constexpr std::size_t room_size =
         sizeof(frame) + (alignof(frame) > alignof(std::max_align_t)
@@ -397,6 +398,117 @@ using call_t = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
 template <class F, class... Args>
 using result_t = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
 
+/* weft_spawn_with's fill for spawn: makes the frame and, with `make`, the
+ * call in the room, before the task is queued.  fill runs inside the C
+ * call, so an exception stops here and spawn rethrows it; a call whose
+ * copies cannot throw needs no such detour (Nothrow). */
+template <class Frame, class Make, bool Nothrow>
+struct filler {
+    Make &make;
+    Frame *frame = nullptr;
+    std::exception_ptr error{};
+
+    static int fill(void *room, void *self) noexcept
+    {
+        auto *f = static_cast<filler *>(self);
+        Frame *fr = Frame::at(room);
+        try {
+            ::new (static_cast<void *>(fr)) Frame();
+            f->make(&fr->u.call);
+        } catch (...) {
+            f->error = std::current_exception();
+            return -ECANCELED; /* weft_spawn_with's own codes are others */
+        }
+        f->frame = fr;
+        return 0;
+    }
+
+    void rethrow() const
+    {
+        if (error)
+            std::rethrow_exception(error); /* nothing made */
+    }
+};
+
+template <class Frame, class Make>
+struct filler<Frame, Make, true> {
+    Make &make;
+    Frame *frame = nullptr;
+
+    static int fill(void *room, void *self) noexcept
+    {
+        auto *f = static_cast<filler *>(self);
+        Frame *fr = Frame::at(room);
+        ::new (static_cast<void *>(fr)) Frame();
+        f->make(&fr->u.call);
+        f->frame = fr;
+        return 0;
+    }
+
+    void rethrow() const noexcept {}
+};
+
+/* weft_task_take's take for task<R>::get(): moves the outcome out of the
+ * room (which weft frees right after) into this object, on the caller's
+ * stack.  A move that throws becomes the outcome (the task is freed all
+ * the same). */
+template <class R>
+struct taker {
+    outcome<R> *out;
+    std::atomic<unsigned char> *state;
+    unsigned char st = st_running;
+    outcome<R> got;
+
+    taker(outcome<R> *o, std::atomic<unsigned char> *s) noexcept
+        : out(o), state(s)
+    {
+    }
+    taker(const taker &) = delete;
+    taker &operator=(const taker &) = delete;
+    ~taker() { destroy_outcome(&got, st); }
+
+    static void take(void *, void *self) noexcept
+    {
+        auto *k = static_cast<taker *>(self);
+        /* Relaxed: weft_task_take's wait ordered the body's writes
+         * before this call. */
+        unsigned char st = k->state->load(std::memory_order_relaxed);
+        if (st == st_error) {
+            ::new (static_cast<void *>(&k->got.error))
+                std::exception_ptr(std::move(k->out->error));
+            k->out->error.~exception_ptr();
+        } else if constexpr (!std::is_void_v<R>) {
+            try {
+                ::new (static_cast<void *>(&k->got.value))
+                    R(std::move(k->out->value));
+            } catch (...) {
+                st = st_error;
+                ::new (static_cast<void *>(&k->got.error))
+                    std::exception_ptr(std::current_exception());
+            }
+            k->out->value.~R();
+        }
+        k->st = st;
+    }
+
+    /* After take: the value, or the exception thrown. */
+    R result()
+    {
+        if (st == st_error)
+            std::rethrow_exception(got.error);
+        if constexpr (!std::is_void_v<R>)
+            return std::move(got.value);
+    }
+};
+
+/* weft_task_take's take for a task<R> destroyed unread. */
+template <class R>
+void drop_outcome(void *, void *self) noexcept
+{
+    auto *k = static_cast<taker<R> *>(self);
+    destroy_outcome(k->out, k->state->load(std::memory_order_relaxed));
+}
+
 } // namespace detail
 
 /* Whether weft::spawn(p, f, args...) allocates nothing for its room (see
@@ -449,39 +561,16 @@ public:
 
     /* Wait as wait() does, then give the task's value, or throw the
      * exception it threw; the task is consumed (valid() is false after),
-     * unless the wait itself threw. */
+     * unless the wait itself threw.  One call, weft_task_take, waits,
+     * moves the outcome out of the room and frees the task. */
     T get()
     {
-        wait();
-        weft_task *t = std::exchange(t_, nullptr);
-        /* Relaxed: weft_task_join's return ordered the body's writes
-         * before this. */
-        if (state_->load(std::memory_order_relaxed) == detail::st_error) {
-            std::exception_ptr e = std::move(out_->error);
-            out_->error.~exception_ptr();
-            (void)weft_task_detach(t); /* ended: freed now */
-            std::rethrow_exception(std::move(e));
-        }
-        if constexpr (std::is_void_v<T>) {
-            (void)weft_task_detach(t);
-        } else if constexpr (std::is_nothrow_move_constructible_v<T>) {
-            T v(std::move(out_->value));
-            out_->value.~T();
-            (void)weft_task_detach(t);
-            return v;
-        } else {
-            /* A move that throws: the task is freed all the same. */
-            struct consume {
-                weft_task *t;
-                detail::outcome<T> *o;
-                ~consume()
-                {
-                    o->value.~T();
-                    (void)weft_task_detach(t);
-                }
-            } c{t, out_};
-            return T(std::move(out_->value));
-        }
+        need_task("weft::task::get");
+        detail::taker<T> k(out_, state_);
+        detail::check(weft_task_take(t_, &detail::taker<T>::take, &k),
+                      "weft::task::get");
+        t_ = nullptr;
+        return k.result();
     }
 
     /* Let it run on alone; its outcome is dropped when it ends. */
@@ -529,13 +618,16 @@ private:
         (void)weft_task_detach(std::exchange(t_, nullptr));
     }
 
-    /* The destructor's wait (see the top: "Destructor"). */
+    /* The destructor's wait (see the top: "Destructor"): the outcome is
+     * destroyed in the room and the task freed, by weft_task_take. */
     void reap() noexcept
     {
         if (!t_)
             return;
+        detail::taker<T> k(out_, state_);
         int rc;
-        while ((rc = weft_task_join(t_)) == -ECANCELED)
+        while ((rc = weft_task_take(t_, &detail::drop_outcome<T>, &k)) ==
+               -ECANCELED)
             detail::yield_somehow();
         if (rc != 0) {
             /* -EDEADLK: inside a standalone coroutine on a plain thread,
@@ -543,10 +635,7 @@ private:
             abandon();
             return;
         }
-        /* Relaxed: as get()'s, after weft_task_join's acquire. */
-        detail::destroy_outcome(out_,
-                                state_->load(std::memory_order_relaxed));
-        (void)weft_task_detach(std::exchange(t_, nullptr));
+        t_ = nullptr;
     }
 
     weft_task *t_ = nullptr;
@@ -569,27 +658,21 @@ spawn_with(weft_pool *p, const weft_task_opts *opts, F &&f, Args &&...args)
     using R = detail::result_t<F, Args...>;
     using Call = detail::call_t<F, Args...>;
     using Frame = detail::frame<R, Call>;
-    weft_task *t;
-    void *room;
-    detail::check(weft_task_create_with(&t, &Frame::body, Frame::room_size,
-                                        &room, opts),
-                  "weft::spawn");
-    Frame *fr = Frame::at(room);
-    try {
-        ::new (static_cast<void *>(fr)) Frame();
-        ::new (static_cast<void *>(&fr->u.call))
+    auto make = [&](Call *c) {
+        ::new (static_cast<void *>(c))
             Call(std::forward<F>(f), std::forward<Args>(args)...);
-    } catch (...) {
-        (void)weft_task_detach(t); /* lazy, never started: freed */
-        throw;
-    }
-    int rc = weft_task_start(t, p);
+    };
+    detail::filler<Frame, decltype(make),
+                   std::is_nothrow_constructible_v<Call, F &&, Args &&...>>
+        fl{make};
+    weft_task *t;
+    int rc = weft_spawn_with(&t, p, &Frame::body, Frame::room_size,
+                             &decltype(fl)::fill, &fl, opts);
     if (rc != 0) {
-        fr->u.call.~Call();
-        (void)weft_task_detach(t);
+        fl.rethrow();
         detail::throw_error(rc, "weft::spawn");
     }
-    return task<R>(t, &fr->u.out, &fr->state);
+    return task<R>(t, &fl.frame->u.out, &fl.frame->state);
 }
 
 /* spawn - spawn_with, default options. */

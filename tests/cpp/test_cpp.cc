@@ -420,6 +420,76 @@ static void test_exception_sync_wait(void **)
     CLEAN();
 }
 
+/* An argument whose copy throws: spawn throws that, having made nothing
+ * (the copy is made inside weft_spawn_with's fill); the pool goes on. */
+struct throws_on_copy {
+    static std::atomic<int> live;
+    throws_on_copy() { live++; }
+    throws_on_copy(const throws_on_copy &) { throw std::runtime_error("copy"); }
+    throws_on_copy(throws_on_copy &&) noexcept { live++; }
+    ~throws_on_copy() { live--; }
+};
+std::atomic<int> throws_on_copy::live{0};
+
+/* A result whose move throws once armed: get() throws that, and the task
+ * is consumed all the same (weft_task_take's take catches it). */
+struct throws_on_move {
+    static std::atomic<bool> armed;
+    static std::atomic<int> live;
+    int v;
+    explicit throws_on_move(int x) : v(x) { live++; }
+    throws_on_move(throws_on_move &&o) : v(o.v)
+    {
+        if (armed)
+            throw std::runtime_error("move");
+        live++;
+    }
+    ~throws_on_move() { live--; }
+};
+std::atomic<bool> throws_on_move::armed{false};
+std::atomic<int> throws_on_move::live{0};
+
+static void test_exception_copy_move(void **)
+{
+    weft::pool p{2};
+    {
+        throws_on_copy c;
+        try {
+            auto t = weft::spawn(p, [](const throws_on_copy &) { return 1; },
+                                 c);
+            fail_msg("the copy did not throw");
+        } catch (const std::runtime_error &e) {
+            assert_string_equal(e.what(), "copy");
+        }
+        assert_int_equal(throws_on_copy::live.load(), 1); /* c alone */
+        /* Moved in, no copy: it runs. */
+        assert_int_equal(weft::spawn(p, [](const throws_on_copy &) {
+                             return 2;
+                         }, throws_on_copy()).get(), 2);
+    }
+    assert_int_equal(throws_on_copy::live.load(), 0);
+    auto t = weft::spawn(p, [] { return throws_on_move(5); });
+    t.wait();
+    throws_on_move::armed = true;
+    try {
+        (void)t.get();
+        fail_msg("the move did not throw");
+    } catch (const std::runtime_error &e) {
+        assert_string_equal(e.what(), "move");
+    }
+    throws_on_move::armed = false;
+    assert_false(t.valid());
+    assert_int_equal(throws_on_move::live.load(), 0); /* the room's went */
+    /* Unread, in the destructor: the room's value is destroyed there. */
+    {
+        auto u = weft::spawn(p, [] { return throws_on_move(6); });
+        u.wait();
+        assert_int_equal(throws_on_move::live.load(), 1);
+    }
+    assert_int_equal(throws_on_move::live.load(), 0);
+    CLEAN();
+}
+
 /*
  * Throw points on different threads.  The body throws and catches inside
  * itself, moves to the other pool (another thread for sure), throws and
@@ -1080,6 +1150,7 @@ int main()
         CASE(test_results),
         CASE(test_get_in_task),
         CASE(test_exception_sync_wait),
+        CASE(test_exception_copy_move),
         CASE(test_exception_migration),
         CASE(test_wait_get_misuse),
         CASE(test_destructor_waits),
