@@ -432,8 +432,6 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
     return 0;
 }
 
-/* In a task as weft_await, keeping the handle (the await_all's keep);
- * elsewhere as weft_sync_wait, keeping it too (driver.c). */
 /* await_until, inlined where it is hot (weft_await, weft_task_take: the
  * fork-join paths, where a call and a frame of its own would cost as much
  * as the rest of the await), and here once for the other callers. */
@@ -444,6 +442,8 @@ await_general(weft_task *h, void **result, uint64_t deadline, bool nowait,
     return await_until(h, result, deadline, nowait, keep, NULL, NULL);
 }
 
+/* In a task as weft_await, keeping the handle (the await_all's keep);
+ * elsewhere as weft_sync_wait, keeping it too (driver.c). */
 WEFT_EXPORT int weft_task_join(weft_task *t)
 {
     /* await_until says -EPERM for "not in a task", and only for that:
@@ -453,6 +453,8 @@ WEFT_EXPORT int weft_task_join(weft_task *t)
     return err == -EPERM ? weft__sync_wait_keep(t) : err;
 }
 
+/* As weft_await, with the room handed to take before the handle goes; on
+ * a plain thread as weft_task_join, then the same. */
 WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
 {
     if (!t || !take)
