@@ -48,9 +48,10 @@
  * The room rule.  weft::spawn makes the task with weft_spawn_with (a room
  * filled before the task is queued): the callable, its arguments, and
  * later the result (or the exception) share one room that weft keeps with
- * the task, until get() takes the result out of it (weft_task_take).  When that room is at most
- * WEFT_TASK_ROOM (64) bytes, weft::spawn allocates nothing beyond what
- * weft_spawn does (a task record from weft's own cache, and its stack);
+ * the task, until get() takes the result out of it (weft_task_take).
+ * When that room is at most WEFT_TASK_ROOM (64) bytes, weft::spawn
+ * allocates nothing beyond what weft_spawn does (a task record from
+ * weft's own cache, and its stack);
  * weft::fits_room<F, Args...> says whether it is (the larger of the
  * callable with its arguments, and the result or a std::exception_ptr,
  * plus one byte).  A larger room is one allocation, freed with the task.
