@@ -1702,13 +1702,20 @@ static void *spare_main(void *arg)
     return NULL;
 }
 
+/* A worker's record is mostly its run queue's ring, which must start
+ * zeroed (runq.c) and should stay untouched where no push reached it: an
+ * anonymous mapping, page-aligned, gives both. */
+#define SLOT_BYTES                                                          \
+    (((sizeof(struct weft__worker) + 4095) / 4096) * 4096)
+
 /* A worker slot's records, set up; NULL: no memory. */
 static struct weft__worker *slot_new(weft_pool *p, unsigned index)
 {
-    struct weft__worker *w = weft__aligned_alloc(64, sizeof *w);
-    if (!w)
+    void *m = weft__mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
         return NULL;
-    memset(w, 0, sizeof *w);
+    struct weft__worker *w = m; /* zeroed */
     atomic_init(&w->lifo, NULL);
     weft__runq_init(&w->q);
     __cds_wfcq_init(&w->pinned_head, &w->pinned_tail);
@@ -1855,9 +1862,9 @@ bool weft__pool_monitor_may_sleep(weft_pool *p)
  * FIFOs are empty. */
 static void drop_queued(weft_pool *p)
 {
-    struct weft__task *batch[WEFT__RUNQ_SIZE / 2];
+    struct weft__task *batch[256];
     unsigned n;
-    while ((n = inject_take(p, batch, WEFT__RUNQ_SIZE / 2, true)))
+    while ((n = inject_take(p, batch, 256, true)))
         for (unsigned i = 0; i < n; i++)
             if (weft__task_claim_queued(batch[i]))
                 weft__coro_die(&batch[i]->co,
@@ -1878,7 +1885,7 @@ static void free_pool(weft_pool *p, unsigned nmade)
     for (unsigned i = 0; i < nmade; i++) {
         weft__parker_fini(&p->workers[i]->parker);
         weft__timers_fini(&p->workers[i]->timers);
-        free(p->workers[i]);
+        munmap(p->workers[i], SLOT_BYTES);
     }
     free(p->workers);
     weft__monitor_free(p);

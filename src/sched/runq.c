@@ -13,8 +13,9 @@ void weft__runq_init(struct weft__runq *q)
     atomic_init(&q->top, 0);
     atomic_init(&q->bottom, 0);
     q->top_seen = 0;
-    for (unsigned i = 0; i < WEFT__RUNQ_SIZE; i++)
-        atomic_init(&q->slot[i], NULL);
+    /* The slots are not written: q's memory comes zeroed (all NULL), and
+     * a slot is read only once a push wrote it, so pages of the ring
+     * that no push reached are never touched (runq.h). */
 }
 
 bool weft__runq_push(struct weft__runq *q, struct weft__task *t)

@@ -73,11 +73,16 @@
 
 struct weft__task;
 
-/* 8 KiB a worker.  With 256 (Go's size), a task spawning a million
- * children on 2 workers kept spilling half its ring to the global queue
- * (a locked enqueue and dequeue per task): spawn-join 154 ms, 117 with
- * 1024. */
-#define WEFT__RUNQ_SIZE 1024u
+/* 64 KiB of address space a worker, resident as far as it was ever
+ * filled (the worker's memory comes zeroed from mmap: pool.c, slot_new).
+ * With 256 (Go's size), a task spawning a million children on 2 workers
+ * kept spilling half its ring to the global queue (a locked enqueue and
+ * dequeue per task): spawn-join 154 ms, 117 with 1024.  And a thief
+ * steals from a ring faster than it takes from the global queue, whose
+ * every entry is a chain of misses: with 8192, fewer of spawn-join's
+ * tasks wait unrun at the end of its spawn loop, and its peak RSS fell
+ * from 95 to 87 MB (docs/performance.md). */
+#define WEFT__RUNQ_SIZE 8192u
 
 struct weft__runq {
     _Alignas(64) _Atomic uint32_t top;     /* oldest; CAS by thieves   */
