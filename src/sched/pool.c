@@ -74,6 +74,7 @@
  */
 #include "sched/worker.h"
 
+#include "ctx/sanitizer_build.h"
 #include "ctx/stack.h"
 #include "sched/destroy.h"
 #include "sched/monitor.h"
@@ -88,6 +89,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#ifdef WEFT_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #define GLOBAL_EVERY 61      /* ticks between fairness looks at the global queue */
 #define STEAL_ROUNDS 4
@@ -1716,6 +1720,12 @@ static struct weft__worker *slot_new(weft_pool *p, unsigned index)
     if (m == MAP_FAILED)
         return NULL;
     struct weft__worker *w = m; /* zeroed */
+#ifdef WEFT_ASAN
+    /* LeakSanitizer looks for pointers in the heap, stacks and globals,
+     * not in our mappings: what only a worker points to (its timer heap)
+     * would look leaked in a program that exits with a pool alive. */
+    __lsan_register_root_region(m, SLOT_BYTES);
+#endif
     atomic_init(&w->lifo, NULL);
     weft__runq_init(&w->q);
     __cds_wfcq_init(&w->pinned_head, &w->pinned_tail);
@@ -1885,6 +1895,9 @@ static void free_pool(weft_pool *p, unsigned nmade)
     for (unsigned i = 0; i < nmade; i++) {
         weft__parker_fini(&p->workers[i]->parker);
         weft__timers_fini(&p->workers[i]->timers);
+#ifdef WEFT_ASAN
+        __lsan_unregister_root_region(p->workers[i], SLOT_BYTES);
+#endif
         munmap(p->workers[i], SLOT_BYTES);
     }
     free(p->workers);
