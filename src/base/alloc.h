@@ -79,15 +79,6 @@ static inline void *weft__realloc_(int err, void *p, size_t n)
     return realloc(p, n);
 }
 
-static inline void *weft__aligned_alloc_(int err, size_t align, size_t n)
-{
-    if (err) {
-        errno = err;
-        return NULL;
-    }
-    return aligned_alloc(align, n);
-}
-
 static inline void *weft__mmap_(int err, void *addr, size_t len, int prot,
                                 int flags, int fd, off_t off)
 {
@@ -145,8 +136,6 @@ static inline int weft__pthread_setspecific_(int err, pthread_key_t key,
 #define weft__malloc(n) weft__malloc_(WEFT__FAULT("malloc"), n)
 #define weft__calloc(n, size) weft__calloc_(WEFT__FAULT("calloc"), n, size)
 #define weft__realloc(p, n) weft__realloc_(WEFT__FAULT("realloc"), p, n)
-#define weft__aligned_alloc(align, n)                                   \
-    weft__aligned_alloc_(WEFT__FAULT("aligned_alloc"), align, n)
 #define weft__mmap(addr, len, prot, flags, fd, off)                     \
     weft__mmap_(WEFT__FAULT("mmap"), addr, len, prot, flags, fd, off)
 #define weft__mprotect(addr, len, prot)                                 \

@@ -29,7 +29,7 @@
 
 /* Every kind of call base/alloc.h wraps that the program must reach. */
 static const char *const kinds[] = {
-    "malloc", "calloc", "realloc", "aligned_alloc", "mmap", "madvise",
+    "malloc", "calloc", "realloc", "mmap", "madvise",
     "mprotect", "pthread_create", "pthread_key_create", "pthread_setspecific",
 };
 
