@@ -215,6 +215,27 @@ static void queue_new(struct weft__task *t, weft_pool *pool, uint64_t state)
     weft__pool_submit(pool, t);
 }
 
+/* A spawn's arrival at pool for t, made but not queued yet; on a refusal
+ * t goes back whole. */
+static int arrive_or_unmake(struct weft__task *t, weft_pool *pool)
+{
+    int err = weft__pool_arrive(pool);
+    if (err)
+        task_unmake(t);
+    return err;
+}
+
+/* The end of a spawn: t queued on pool with `refs` (and whatever task_new
+ * set, KEEP), its handle in *out if out is not NULL. */
+static void queue_spawned(struct weft__task *t, weft_pool *pool,
+                          uint64_t refs, weft_task **out)
+{
+    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
+    if (out)
+        *out = t->done;
+    queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
+}
+
 WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
                            void *arg, const weft_task_opts *opts)
 {
@@ -227,16 +248,10 @@ WEFT_EXPORT int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
         task_new(fn, arg, stack, opts ? opts->name : NULL, 0, false);
     if (!t)
         return -ENOMEM;
-    int err = weft__pool_arrive(pool);
-    if (err) {
-        task_unmake(t);
+    int err = arrive_or_unmake(t, pool);
+    if (err)
         return err;
-    }
-    /* task_new may have set KEEP: kept, the rest is the queue's. */
-    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
-    if (out)
-        *out = t->done;
-    queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
+    queue_spawned(t, pool, refs, out);
     return 0;
 }
 
@@ -253,11 +268,9 @@ WEFT_EXPORT int weft_spawn_with(weft_task **out, weft_pool *pool, weft_fn fn,
         return -ENOMEM;
     /* Arrive before fill: a refusal after fill could not undo what fill
      * made in the room, and fill's refusal can undo the arrival. */
-    int err = weft__pool_arrive(pool);
-    if (err) {
-        task_unmake(t);
+    int err = arrive_or_unmake(t, pool);
+    if (err)
         return err;
-    }
     err = fill(t->arg, arg);
     if (err) {
         task_unmake(t);
@@ -265,10 +278,7 @@ WEFT_EXPORT int weft_spawn_with(weft_task **out, weft_pool *pool, weft_fn fn,
         return err;
     }
     /* References: the queue entry, the task's life, and the handle. */
-    uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
-    *out = t->done;
-    queue_new(t, pool, s | WEFT__T_SCHEDULED | 3 * WEFT__T_REF |
-                           WEFT__T_HANDLE);
+    queue_spawned(t, pool, 3 * WEFT__T_REF | WEFT__T_HANDLE, out);
     return 0;
 }
 
