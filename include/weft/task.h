@@ -111,6 +111,31 @@ WEFT_API int weft_spawn_with(weft_task **out, weft_pool *pool, weft_fn fn,
                              const weft_task_opts *opts);
 
 /*
+ * weft_spawn_copy - an eager task with a room that holds a copy of the
+ * size bytes at src: fn(room) gets its argument by value, as a thread or
+ * a goroutine gets one, so the caller's copy may go as soon as this
+ * returns.  The room is as weft_spawn_with's (aligned as max_align_t,
+ * no malloc up to WEFT_TASK_ROOM bytes, freed with the handle); fn may
+ * leave its results there for weft_task_take or weft_task_room.  (weft.hpp's
+ * spawn uses it for callables that a byte copy moves.)  Any context.
+ * Returns 0 and sets *out, -EINVAL (out, pool or fn NULL, src NULL with
+ * size not 0, stack size over WEFT_STACK_MAX, a reserved option set),
+ * -ENOMEM, -ESHUTDOWN (pool is being destroyed and the caller is not one
+ * of its tasks).
+ */
+WEFT_API int weft_spawn_copy(weft_task **out, weft_pool *pool, weft_fn fn,
+                             const void *src, size_t size,
+                             const weft_task_opts *opts);
+
+/*
+ * weft_task_room - t's room (weft_task_create_with, weft_spawn_with,
+ * weft_spawn_copy), valid as long as the handle is; NULL for NULL or a
+ * task without one.  Reading what the body leaves there needs the body
+ * to have ended (weft_task_join).  Any context.
+ */
+WEFT_API void *weft_task_room(const weft_task *t);
+
+/*
  * weft_task_start - queue a lazy task that has not started (made by
  * weft_task_create or weft_task_create_with, and not yet awaited, waited
  * for or started) on pool, as weft_spawn would have: from then on it is
@@ -142,15 +167,17 @@ WEFT_API int weft_task_start(weft_task *t, weft_pool *pool);
  */
 WEFT_API int weft_task_join(weft_task *t);
 
-/* What weft_task_take hands the room of an ended task to. */
-typedef void (*weft_take_fn)(void *room, void *arg);
+/* What weft_task_take hands an ended task's room, and the value its fn
+ * returned, to. */
+typedef void (*weft_take_fn)(void *room, void *result, void *arg);
 
 /*
  * weft_task_take - wait as weft_task_join does until t, a task with a room
- * (weft_task_create_with, weft_spawn_with), ends; then call take(room,
- * arg), on this thread, and consume t: the room is freed once take
- * returns.  take must neither wait nor unwind (it moves the result out of
- * the room).  In a task, a spawned t that no worker has started runs here
+ * (weft_task_create_with, weft_spawn_with, weft_spawn_copy), ends; then
+ * call take(room, result, arg), result being what fn returned, on this
+ * thread, and consume t: the room is freed once take returns.  take must
+ * neither wait nor unwind (it moves the outcome out of the room).  In a
+ * task, a spawned t that no worker has started runs here
  * inline, and take runs right after its body, as weft_await consumes t.
  * Like weft_task_join it has no _for form (weft/weft.h, "Timeouts").
  * Returns 0 (take was called, t consumed), -EINVAL (t or take NULL, t has

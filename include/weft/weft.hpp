@@ -45,17 +45,23 @@
  * a task run on alone, detach() it: its result is then destroyed by
  * whichever of the two sides finishes last.
  *
- * The room rule.  weft::spawn makes the task with weft_spawn_with (a room
- * filled before the task is queued): the callable, its arguments, and
- * later the result (or the exception) share one room that weft keeps with
- * the task, until get() takes the result out of it (weft_task_take).
- * When that room is at most WEFT_TASK_ROOM (64) bytes, weft::spawn
- * allocates nothing beyond what weft_spawn does (a task record from
- * weft's own cache, and its stack);
- * weft::fits_room<F, Args...> says whether it is (the larger of the
- * callable with its arguments, and the result or a std::exception_ptr,
- * plus one byte).  A larger room is one allocation, freed with the task.
- * get() moves the result out of the room: no allocation either.
+ * The room rule.  weft::spawn makes a task with a room, bytes that weft
+ * keeps with the task until get() takes the outcome out of it
+ * (weft_task_take): at its start a state word and the outcome (the result
+ * or the exception), then the callable with its arguments.  A callable
+ * that a byte copy makes (trivially copyable and destructible: a lambda
+ * that captures numbers and pointers) is built on the caller's stack and
+ * copied in by weft_spawn_copy; any other is built in the room, before
+ * the task is queued, by weft_spawn_with's fill.  A result that fits in
+ * a pointer and is trivially copyable (a number, a pointer) comes back as
+ * the task's C result, not through the room.  When the room is at most
+ * WEFT_TASK_ROOM (64) bytes, weft::spawn allocates nothing beyond what
+ * weft_spawn does (a task record from weft's own cache, which has a room
+ * slot of that size, and its stack); weft::fits_room<F, Args...> says
+ * whether it is (a word, the larger of the result and a
+ * std::exception_ptr, then the callable with its arguments).  A larger
+ * room is one allocation, freed with the task.  get() moves the result out
+ * of the room: no allocation either.
  *
  * Thread affinity.  A task runs on whatever worker its pool gives it, and
  * after anything that can wait (get(), a lock, a condition or channel
@@ -275,7 +281,7 @@ private:
 namespace detail {
 
 /* What a task's room says of its outcome.  Only `abandoned` is ever
- * raced for (detach versus the body's end); see frame::finish. */
+ * raced for (detach versus the body's end); see header::finish. */
 enum : unsigned char {
     st_running = 0,
     st_value = 1,
@@ -285,8 +291,7 @@ enum : unsigned char {
 
 struct no_value {};
 
-/* The outcome a task<R> reads: where its value or exception lies in the
- * room, whatever the callable was. */
+/* The outcome a task<R> reads: its value or its exception. */
 template <class R>
 union outcome {
     outcome() {}
@@ -305,33 +310,45 @@ void destroy_outcome(outcome<R> *o, unsigned char st) noexcept
             o->value.~R();
 }
 
-/* The whole room of a task made by weft::spawn: the call (the callable and
- * its arguments) until the body has made it, then, in the same bytes, its
- * outcome; and the state byte beside them. */
-template <class R, class Call>
-struct frame {
-    union U {
-        U() {}
-        ~U() {}
-        Call call;
-        outcome<R> out;
-    } u;
-    std::atomic<unsigned char> state{st_running};
+/* A value that travels as the body's void * result (weft_take_fn's
+ * `result`), not in the room: a number, a pointer, a small struct of
+ * them. */
+template <class R>
+inline constexpr bool in_result =
+    std::is_trivially_copyable_v<R> && sizeof(R) <= sizeof(void *) &&
+    alignof(R) <= alignof(void *);
 
-    /* Bytes asked of weft_spawn_with: weft aligns a room to
-     * max_align_t; a stricter frame gets its slack to align itself in. */
-    static constexpr std::size_t room_size =
-        sizeof(frame) + (alignof(frame) > alignof(std::max_align_t)
-                             ? alignof(frame) - alignof(std::max_align_t)
-                             : 0);
+template <>
+inline constexpr bool in_result<void> = false;
 
-    static frame *at(void *room) noexcept
+/*
+ * The start of every room weft::spawn makes: the state word and the
+ * outcome, at a place that depends on R alone, so that a task<R> (which
+ * does not know the callable) finds them from the room weft hands it.
+ * The call follows (frame below).
+ */
+template <class R>
+struct header {
+    /* A whole word, though it holds a byte: spawn's image stores it with
+     * one store that weft_spawn_copy's word loads can take from the store
+     * buffer (see weft_spawn_copy in task.c). */
+    std::atomic<std::uint64_t> state{st_running};
+    outcome<R> out;
+
+    /* weft aligns a room to max_align_t; a stricter header aligns itself
+     * in the slack frame::room_size adds. */
+    static constexpr std::size_t slack =
+        alignof(header) > alignof(std::max_align_t)
+            ? alignof(header) - alignof(std::max_align_t)
+            : 0;
+
+    static header *at(void *room) noexcept
     {
-        if constexpr (alignof(frame) <= alignof(std::max_align_t))
-            return static_cast<frame *>(room); /* weft aligned it */
+        if constexpr (slack == 0)
+            return static_cast<header *>(room);
         auto a = reinterpret_cast<std::uintptr_t>(room);
-        a = (a + alignof(frame) - 1) & ~(std::uintptr_t)(alignof(frame) - 1);
-        return reinterpret_cast<frame *>(a);
+        a = (a + alignof(header) - 1) & ~(std::uintptr_t)(alignof(header) - 1);
+        return reinterpret_cast<header *>(a);
     }
 
     /*
@@ -341,53 +358,113 @@ struct frame {
      *   detach(): old = exchange(abandoned); if old is a kind: destroy
      * acq_rel on both: the release publishes what one side wrote (the
      * outcome; the detacher writes nothing after its exchange), the
-     * acquire makes the side that destroys see it.  An outcome with
-     * nothing to destroy (void, or a trivially destructible value) needs
-     * no exchange: a relaxed store, which get() reads only after
-     * weft_task_join's acquire, and which a detacher may read or not, with
-     * nothing to do either way.  That keeps an RMW off the common path of
-     * task<int> (fib).
+     * acquire makes the side that destroys see it.  A value with nothing
+     * to destroy (void, or trivially destructible) needs no mark at all:
+     * the word stays `running`, which get() reads as "a value" once
+     * weft_task_take's wait has seen the body end, and a detacher has
+     * nothing to do either way.  That keeps an RMW, and a store, off the
+     * common path of task<int> (fib).
      */
     void finish(unsigned char kind, bool needs_destroy) noexcept
     {
-        if (!needs_destroy) {
-            state.store(kind, std::memory_order_relaxed);
+        if (!needs_destroy)
             return;
-        }
         if (state.exchange(kind, std::memory_order_acq_rel) == st_abandoned)
-            destroy_outcome(&u.out, kind);
+            destroy_outcome(&out, kind);
     }
+};
+
+/* The whole room of a task made by weft::spawn: its header, then the call
+ * (the callable and its arguments) until the body has made it. */
+template <class R, class Call>
+struct frame {
+    using H = header<R>;
+
+    /* The header's alignment, which the call's usually does not exceed:
+     * then the call lies at a fixed offset after it. */
+    static constexpr std::size_t base =
+        alignof(H) > alignof(std::max_align_t) ? alignof(H)
+                                               : alignof(std::max_align_t);
+    static constexpr bool fixed = alignof(Call) <= base;
+    static constexpr std::size_t call_offset =
+        (sizeof(H) + alignof(Call) - 1) / alignof(Call) * alignof(Call);
+
+    /* Bytes asked of weft: an over-aligned call aligns itself after the
+     * header in at most alignof(Call) - base bytes more. */
+    static constexpr std::size_t room_size =
+        fixed ? H::slack + call_offset + sizeof(Call)
+              : H::slack + (sizeof(H) + base - 1) / base * base +
+                    (alignof(Call) - base) + sizeof(Call);
+
+    static Call *call_at(void *room) noexcept
+    {
+        auto *h = reinterpret_cast<unsigned char *>(H::at(room));
+        if constexpr (fixed)
+            return reinterpret_cast<Call *>(h + call_offset);
+        auto a = reinterpret_cast<std::uintptr_t>(h) + sizeof(H);
+        a = (a + alignof(Call) - 1) & ~(std::uintptr_t)(alignof(Call) - 1);
+        return reinterpret_cast<Call *>(a);
+    }
+
+    /*
+     * A call that a byte copy makes (trivially copy-constructible and
+     * destructible: a lambda that captures numbers and pointers) is built
+     * on the spawner's stack with the header, as `image`, and copied into
+     * the room by weft_spawn_copy: no callback into this layer, and no
+     * frame of one.  Anything else is built in the room by filler's fill,
+     * through weft_spawn_with.  The header's bytes go along: its state
+     * word (a lock-free atomic) and the outcome's raw storage.
+     */
+    static constexpr bool by_copy =
+        fixed && H::slack == 0 && std::is_trivially_copy_constructible_v<Call> &&
+        std::is_trivially_destructible_v<Call> &&
+        std::atomic<std::uint64_t>::is_always_lock_free;
+
+    struct image {
+        H h;
+        Call call; /* at call_offset: the same layout rule */
+    };
 
     /* weft_fn: the task's body, called with the room. */
     static void *body(void *room) noexcept
     {
-        frame *f = at(room);
+        H *h = H::at(room);
+        Call *c = call_at(room);
         bool call_alive = true;
         try {
             auto invoke = [](auto &&fn, auto &&...args) -> decltype(auto) {
                 return std::invoke(std::move(fn), std::move(args)...);
             };
             if constexpr (std::is_void_v<R>) {
-                std::apply(invoke, std::move(f->u.call));
-                f->u.call.~Call();
+                std::apply(invoke, std::move(*c));
+                c->~Call();
                 call_alive = false;
-                f->finish(st_value, false);
+                h->finish(st_value, false);
+            } else if constexpr (in_result<R>) {
+                /* The value goes back as fn's result: on the handle's
+                 * cache line, which the awaiter reads anyway; the room's
+                 * line stays as the spawner wrote it. */
+                R r = std::apply(invoke, std::move(*c));
+                c->~Call();
+                call_alive = false;
+                void *bits = nullptr;
+                std::memcpy(&bits, &r, sizeof r);
+                return bits;
             } else {
-                /* The call's bytes are the value's: the value waits on
-                 * this task's stack while the call is destroyed. */
-                R r = std::apply(invoke, std::move(f->u.call));
-                f->u.call.~Call();
+                /* Made in place: the outcome has bytes of its own. */
+                ::new (static_cast<void *>(&h->out.value))
+                    R(std::apply(invoke, std::move(*c)));
+                c->~Call();
                 call_alive = false;
-                ::new (static_cast<void *>(&f->u.out.value)) R(std::move(r));
-                f->finish(st_value, !std::is_trivially_destructible_v<R>);
+                h->finish(st_value, !std::is_trivially_destructible_v<R>);
             }
         } catch (...) {
             /* No wait in here (see the top: "Thread affinity"). */
             if (call_alive)
-                f->u.call.~Call();
-            ::new (static_cast<void *>(&f->u.out.error))
+                c->~Call();
+            ::new (static_cast<void *>(&h->out.error))
                 std::exception_ptr(std::current_exception());
-            f->finish(st_error, true);
+            h->finish(st_error, true);
         }
         return nullptr;
     }
@@ -399,28 +476,25 @@ using call_t = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
 template <class F, class... Args>
 using result_t = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
 
-/* weft_spawn_with's fill for spawn: makes the frame and, with `make`, the
- * call in the room, before the task is queued.  fill runs inside the C
- * call, so an exception stops here and spawn rethrows it; a call whose
+/* weft_spawn_with's fill for spawn: makes the header and, with `make`,
+ * the call in the room, before the task is queued.  fill runs inside the
+ * C call, so an exception stops here and spawn rethrows it; a call whose
  * copies cannot throw needs no such detour (Nothrow). */
 template <class Frame, class Make, bool Nothrow>
 struct filler {
     Make &make;
-    Frame *frame = nullptr;
     std::exception_ptr error{};
 
     static int fill(void *room, void *self) noexcept
     {
         auto *f = static_cast<filler *>(self);
-        Frame *fr = Frame::at(room);
         try {
-            ::new (static_cast<void *>(fr)) Frame();
-            f->make(&fr->u.call);
+            ::new (static_cast<void *>(Frame::H::at(room))) typename Frame::H();
+            f->make(Frame::call_at(room));
         } catch (...) {
             f->error = std::current_exception();
             return -ECANCELED; /* weft_spawn_with's own codes are others */
         }
-        f->frame = fr;
         return 0;
     }
 
@@ -434,15 +508,12 @@ struct filler {
 template <class Frame, class Make>
 struct filler<Frame, Make, true> {
     Make &make;
-    Frame *frame = nullptr;
 
     static int fill(void *room, void *self) noexcept
     {
         auto *f = static_cast<filler *>(self);
-        Frame *fr = Frame::at(room);
-        ::new (static_cast<void *>(fr)) Frame();
-        f->make(&fr->u.call);
-        f->frame = fr;
+        ::new (static_cast<void *>(Frame::H::at(room))) typename Frame::H();
+        f->make(Frame::call_at(room));
         return 0;
     }
 
@@ -455,39 +526,44 @@ struct filler<Frame, Make, true> {
  * the same). */
 template <class R>
 struct taker {
-    outcome<R> *out;
-    std::atomic<unsigned char> *state;
     unsigned char st = st_running;
     outcome<R> got;
 
-    taker(outcome<R> *o, std::atomic<unsigned char> *s) noexcept
-        : out(o), state(s)
-    {
-    }
+    taker() noexcept = default;
     taker(const taker &) = delete;
     taker &operator=(const taker &) = delete;
     ~taker() { destroy_outcome(&got, st); }
 
-    static void take(void *, void *self) noexcept
+    static void take(void *room, void *result, void *self) noexcept
     {
         auto *k = static_cast<taker *>(self);
+        header<R> *h = header<R>::at(room);
         /* Relaxed: weft_task_take's wait ordered the body's writes
-         * before this call. */
-        unsigned char st = k->state->load(std::memory_order_relaxed);
+         * before this call.  Not an error: a value (header::finish leaves
+         * the word `running` for one with nothing to destroy). */
+        auto st = static_cast<unsigned char>(
+            h->state.load(std::memory_order_relaxed));
         if (st == st_error) {
             ::new (static_cast<void *>(&k->got.error))
-                std::exception_ptr(std::move(k->out->error));
-            k->out->error.~exception_ptr();
-        } else if constexpr (!std::is_void_v<R>) {
+                std::exception_ptr(std::move(h->out.error));
+            h->out.error.~exception_ptr();
+        } else if constexpr (std::is_void_v<R>) {
+            st = st_value;
+        } else if constexpr (in_result<R>) {
+            st = st_value;
+            std::memcpy(static_cast<void *>(&k->got.value), &result,
+                        sizeof(R));
+        } else {
+            st = st_value;
             try {
                 ::new (static_cast<void *>(&k->got.value))
-                    R(std::move(k->out->value));
+                    R(std::move(h->out.value));
             } catch (...) {
                 st = st_error;
                 ::new (static_cast<void *>(&k->got.error))
                     std::exception_ptr(std::current_exception());
             }
-            k->out->value.~R();
+            h->out.value.~R();
         }
         k->st = st;
     }
@@ -504,10 +580,11 @@ struct taker {
 
 /* weft_task_take's take for a task<R> destroyed unread. */
 template <class R>
-void drop_outcome(void *, void *self) noexcept
+void drop_outcome(void *room, void *, void *) noexcept
 {
-    auto *k = static_cast<taker<R> *>(self);
-    destroy_outcome(k->out, k->state->load(std::memory_order_relaxed));
+    header<R> *h = header<R>::at(room);
+    destroy_outcome(&h->out, static_cast<unsigned char>(h->state.load(
+                                 std::memory_order_relaxed)));
 }
 
 } // namespace detail
@@ -528,18 +605,13 @@ public:
     task() noexcept = default;
     task(const task &) = delete;
     task &operator=(const task &) = delete;
-    task(task &&o) noexcept
-        : t_(std::exchange(o.t_, nullptr)), out_(o.out_), state_(o.state_)
-    {
-    }
+    task(task &&o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
     /* As std::jthread's: first waits for the task this one holds. */
     task &operator=(task &&o) noexcept
     {
         if (this != &o) {
             reap();
             t_ = std::exchange(o.t_, nullptr);
-            out_ = o.out_;
-            state_ = o.state_;
         }
         return *this;
     }
@@ -567,7 +639,7 @@ public:
     T get()
     {
         need_task("weft::task::get");
-        detail::taker<T> k(out_, state_);
+        detail::taker<T> k;
         detail::check(weft_task_take(t_, &detail::taker<T>::take, &k),
                       "weft::task::get");
         t_ = nullptr;
@@ -597,11 +669,7 @@ private:
     friend task<detail::result_t<F, Args...>>
     spawn_with(weft_pool *, const weft_task_opts *, F &&, Args &&...);
 
-    task(weft_task *t, detail::outcome<T> *out,
-         std::atomic<unsigned char> *state) noexcept
-        : t_(t), out_(out), state_(state)
-    {
-    }
+    explicit task(weft_task *t) noexcept : t_(t) {}
 
     void need_task(const char *what) const
     {
@@ -613,9 +681,10 @@ private:
      * the task may still run, and is freed by weft when it ends. */
     void abandon() noexcept
     {
-        unsigned char old =
-            state_->exchange(detail::st_abandoned, std::memory_order_acq_rel);
-        detail::destroy_outcome(out_, old);
+        auto *h = detail::header<T>::at(weft_task_room(t_));
+        auto old = static_cast<unsigned char>(
+            h->state.exchange(detail::st_abandoned, std::memory_order_acq_rel));
+        detail::destroy_outcome(&h->out, old);
         (void)weft_task_detach(std::exchange(t_, nullptr));
     }
 
@@ -625,9 +694,8 @@ private:
     {
         if (!t_)
             return;
-        detail::taker<T> k(out_, state_);
         int rc;
-        while ((rc = weft_task_take(t_, &detail::drop_outcome<T>, &k)) ==
+        while ((rc = weft_task_take(t_, &detail::drop_outcome<T>, nullptr)) ==
                -ECANCELED)
             detail::yield_somehow();
         if (rc != 0) {
@@ -640,8 +708,6 @@ private:
     }
 
     weft_task *t_ = nullptr;
-    detail::outcome<T> *out_ = nullptr;
-    std::atomic<unsigned char> *state_ = nullptr;
 };
 
 /*
@@ -659,21 +725,31 @@ spawn_with(weft_pool *p, const weft_task_opts *opts, F &&f, Args &&...args)
     using R = detail::result_t<F, Args...>;
     using Call = detail::call_t<F, Args...>;
     using Frame = detail::frame<R, Call>;
-    auto make = [&](Call *c) {
-        ::new (static_cast<void *>(c))
-            Call(std::forward<F>(f), std::forward<Args>(args)...);
-    };
-    detail::filler<Frame, decltype(make),
-                   std::is_nothrow_constructible_v<Call, F &&, Args &&...>>
-        fl{make};
     weft_task *t;
-    int rc = weft_spawn_with(&t, p, &Frame::body, Frame::room_size,
-                             &decltype(fl)::fill, &fl, opts);
-    if (rc != 0) {
-        fl.rethrow();
-        detail::throw_error(rc, "weft::spawn");
+    if constexpr (Frame::by_copy) {
+        /* The call is made here, before weft is asked for anything: what
+         * it throws leaves nothing to undo. */
+        typename Frame::image img{
+            {}, Call(std::forward<F>(f), std::forward<Args>(args)...)};
+        int rc = weft_spawn_copy(&t, p, &Frame::body, &img, sizeof img, opts);
+        if (rc != 0)
+            detail::throw_error(rc, "weft::spawn");
+    } else {
+        auto make = [&](Call *c) {
+            ::new (static_cast<void *>(c))
+                Call(std::forward<F>(f), std::forward<Args>(args)...);
+        };
+        detail::filler<Frame, decltype(make),
+                       std::is_nothrow_constructible_v<Call, F &&, Args &&...>>
+            fl{make};
+        int rc = weft_spawn_with(&t, p, &Frame::body, Frame::room_size,
+                                 &decltype(fl)::fill, &fl, opts);
+        if (rc != 0) {
+            fl.rethrow();
+            detail::throw_error(rc, "weft::spawn");
+        }
     }
-    return task<R>(t, &fl.frame->u.out, &fl.frame->state);
+    return task<R>(t);
 }
 
 /* spawn - spawn_with, default options. */

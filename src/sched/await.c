@@ -193,7 +193,7 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
         *result = r;
     /* The room, before the RMW below may free it (with the record). */
     if (take)
-        take(t->arg, take_arg);
+        take(t->arg, r, take_arg);
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&h->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
@@ -426,7 +426,7 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
          * held (KEEP), and the room in it; the acquire that saw DONE
          * ordered the body's writes to it before this. */
         if (take)
-            take(h->run->arg, take_arg);
+            take(h->run->arg, h->result, take_arg);
         weft__task_consume(h, result);
     }
     return 0;
@@ -459,11 +459,10 @@ WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
 {
     if (!t || !take)
         return -EINVAL;
-    /* A room lives in the run record, which a task with one keeps as long
-     * as its handle (KEEP; a named task keeps it too, without a room). */
+    /* A room lives as long as the run record, which a task with one
+     * keeps as long as its handle (ROOM comes with KEEP). */
     if (!(atomic_load_explicit(&t->state, memory_order_relaxed) &
-          WEFT__T_KEEP) ||
-        t->run->room == WEFT__ROOM_NONE)
+          WEFT__T_ROOM))
         return -EINVAL;
     int err = await_until(t, NULL, 0, false, false, take, arg);
     if (err != -EPERM)
@@ -472,7 +471,7 @@ WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
     err = weft__sync_wait_keep(t);
     if (err)
         return err;
-    take(t->run->arg, arg);
+    take(t->run->arg, t->result, arg);
     weft__task_drop_handle(t);
     return 0;
 }

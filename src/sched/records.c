@@ -47,7 +47,7 @@
 #define WORKER_MAX 512
 #define OUTSIDE_MAX 1
 #define BATCH 128
-#define CHUNK_BYTES ((size_t)64 * 1024)
+#define CHUNK_BYTES WEFT__RECORD_CHUNK_BYTES
 
 struct record_chunk {
     struct record_chunk *next, *prev; /* on `chunks`, under chunks_lock */
@@ -56,19 +56,22 @@ struct record_chunk {
      * own, and a spawn or a claim touches three lines, not four. */
     _Alignas(64) struct weft__task records[];
 };
-/* Each record has a name buffer of WEFT__CORO_NAME_MAX bytes at the end
- * of its chunk, not in the record: only a named task writes its own, so
- * the chunk's last pages are never touched (nor faulted in) while its
- * tasks have no names, and a record is 192 bytes, not 224. */
-#define PER_CHUNK                                                           \
-    ((CHUNK_BYTES - offsetof(struct record_chunk, records)) /               \
-     (sizeof(struct weft__task) + WEFT__CORO_NAME_MAX))
+/* The layout (task.h): the records, then their rooms, then their names. */
+#define PER_CHUNK WEFT__RECORDS_PER_CHUNK
 #define RECORDS_END                                                         \
     (offsetof(struct record_chunk, records) +                               \
      PER_CHUNK * sizeof(struct weft__task))
-#define NAMES_AT (CHUNK_BYTES - PER_CHUNK * WEFT__CORO_NAME_MAX)
+#define NAMES_AT WEFT__RECORD_NAMES_AT
+#define ROOMS_AT WEFT__RECORD_ROOMS_AT
+_Static_assert(offsetof(struct record_chunk, records) == WEFT__RECORDS_AT,
+               "the records after the header, as task.h says");
 _Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
-_Static_assert(RECORDS_END <= NAMES_AT, "names after the records");
+_Static_assert(RECORDS_END <= ROOMS_AT, "rooms after the records");
+_Static_assert(ROOMS_AT + PER_CHUNK * WEFT_TASK_ROOM <= NAMES_AT,
+               "names after the rooms");
+_Static_assert(WEFT_TASK_ROOM % 64 == 0 &&
+                   _Alignof(max_align_t) <= 64,
+               "each room is whole cache lines, aligned for anything");
 
 static struct weft__cache records = WEFT__CACHE_INIT(OUTSIDE_MAX, BATCH, 0, NULL);
 static __thread struct weft__cache_local records_local
@@ -134,12 +137,17 @@ static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
     return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
 }
 
-char *weft__record_name_buf(struct weft__task *t)
-{
-    struct record_chunk *c = chunk_of(node_of(t));
-    return (char *)c + NAMES_AT +
-           (size_t)(t - c->records) * WEFT__CORO_NAME_MAX;
-}
+/*
+ * Rooms (weft_task_create_with, weft_spawn_with, weft_spawn_copy).  A room
+ * of at most WEFT_TASK_ROOM bytes is the record's own slot near its
+ * chunk's end (weft__record_room, task.h): no allocation, nothing to give
+ * back, and one cache line, which the spawner writes and the task and its
+ * awaiter read.  (Before, a room was a window of a second record, taken
+ * from the cache and kept with the first: two lines of three, a second
+ * record per task in use, and a quarter of the time weft.hpp's spawn and
+ * get added to the C calls.)  Nobody but the task's owners reads a room,
+ * so the observers' racy reads of records (task.h) never meet one.
+ */
 
 /* `size` bytes aligned to `align` (a power of two), mapped (not
  * malloc'ed), so that a trim's munmap gives the memory back for sure:
@@ -291,88 +299,6 @@ struct weft__task *weft__record_alloc(void)
     return from_chunk();
 }
 
-/*
- * Rooms (weft_task_create_with).  A small room costs a second record from
- * the same cache: no malloc, and the common record does not grow.  That
- * second record (the room's host) stays free in the observers' eyes, so
- * only bytes that nobody else reads as a task's may hold the room:
- *   - its co.flags stay 0 (as the cache's free left them: the node's key),
- *     so the walks (dump.c, stats.c, tools/gdb) pass it by as free;
- *   - a walk that found a live task there a moment before it was freed
- *     may still take its wait_lock, read co.name, co.sp and co.stack (and
- *     follow them), done (and follow it), pool and started, and await's
- *     look at a deque's bottom may follow done (await.c, is_complete);
- *     await's inline start may read spawned_on and stack_size through a
- *     handle whose run record was just given back (try_inline): all of
- *     those must keep a free record's values.
- * What is left is the run from `qnode` to just before `cancelled`: the
- * links and words that only the task's owners read (qnode, pool and
- * ran_on, which a walk only compares, driver, arg, link, inlined, pin,
- * and trace_flow, whose value in a fresh record is whatever was there),
- * 72 bytes, of which the part aligned to max_align_t is the room.
- */
-/* A record's address is a multiple of its alignment (8) only, so the
- * room starts at the first max_align_t boundary in the window, at most 8
- * bytes in. */
-#define WINDOW_AT offsetof(struct weft__task, qnode)
-#define WINDOW_END offsetof(struct weft__task, cancelled)
-_Static_assert(WINDOW_END - WINDOW_AT >=
-                   WEFT_TASK_ROOM + _Alignof(max_align_t) -
-                       _Alignof(struct weft__task),
-               "the room fits the window, aligned wherever the record is");
-_Static_assert(WINDOW_AT > offsetof(struct weft__task, done) &&
-                   WINDOW_END < offsetof(struct weft__task, wait_lock) &&
-                   WINDOW_END < offsetof(struct weft__task, spawned_on),
-               "the room leaves done, wait_lock and spawned_on alone");
-
-static inline char *room_in(struct weft__task *host)
-{
-    uintptr_t a = (uintptr_t)host + WINDOW_AT;
-    return (char *)((a + _Alignof(max_align_t) - 1) &
-                    ~(uintptr_t)(_Alignof(max_align_t) - 1));
-}
-
-/* The host whose window holds t's room: the record of its chunk that
- * the room's address falls in. */
-static inline struct weft__task *host_of(struct weft__task *t)
-{
-    struct record_chunk *c = chunk_of(t->arg);
-    size_t i = (size_t)((char *)t->arg - (char *)c->records) /
-               sizeof(struct weft__task);
-    return &c->records[i];
-}
-
-/*
- * A record keeps its host when it is freed (its room byte and arg stay),
- * so that the next room task made from it finds the room there: a C++
- * fork-join spawn then costs one cache get and put, as weft_spawn's, not
- * two (measured: the pair's get, put and bookkeeping were a quarter of
- * what weft.hpp's spawn and get added to weft_spawn and weft_await).
- * A record made into a task without a room gives its host back then
- * (weft__record_unroom), and the trim unpairs the depot's records before
- * it counts them, so a host never outlives its record's chunk unseen.
- */
-bool weft__record_room(struct weft__task *t)
-{
-    if (t->room == WEFT__ROOM_RECORD)
-        return true; /* kept from the record's last task: t->arg is it */
-    struct weft__task *host = weft__record_alloc();
-    if (!host)
-        return false;
-    /* A host keeps no handle ("Pairs"). */
-    if (host->paired) {
-        host->paired = false;
-        weft__handle_free(host->done);
-    }
-    /* A free record that kept a host of its own gives it back: a host is
-     * no task, and has no room. */
-    if (host->room == WEFT__ROOM_RECORD)
-        weft__record_unroom(host);
-    t->arg = room_in(host);
-    t->room = WEFT__ROOM_RECORD;
-    return true;
-}
-
 static inline void put(struct weft__task *t)
 {
     struct weft__cache_node *n = node_of(t);
@@ -380,13 +306,7 @@ static inline void put(struct weft__task *t)
     weft__cache_put(&records, &records_local, n);
 }
 
-void weft__record_unroom(struct weft__task *t)
-{
-    t->room = WEFT__ROOM_NONE;
-    put(host_of(t));
-}
-
-/* A room of its own memory goes with its record (a host stays: above). */
+/* A room of its own memory goes with its record. */
 static __attribute__((noinline)) void room_free(struct weft__task *t)
 {
     t->room = WEFT__ROOM_NONE;
@@ -412,7 +332,7 @@ void weft__record_free(struct weft__task *t)
  * run inline and awaited, a detached task), and the next spawn on the
  * same thread makes both again: so a run record freed with its handle
  * keeps it (`paired`, `done`), and task_new takes the pair with one cache
- * get (as a record keeps its room's host: "Rooms").  A record freed alone
+ * get.  A record freed alone
  * (its task ended, its handle still held) keeps none.  The trim unpairs
  * the depot's records before it counts either kind, so a paired handle
  * never keeps a chunk of handles from being given back unseen.
@@ -483,7 +403,7 @@ struct kind {
     struct record_chunk **chunks; /* its list, under chunks_lock */
     size_t *nchunks;
     size_t per_chunk;
-    bool records;                 /* record chunks: rooms' hosts (step 0) */
+    bool records;                 /* record chunks: paired handles (step 0) */
 };
 
 /* The chunks that hold `keep` objects of kind k. */
@@ -498,10 +418,8 @@ static size_t trim_kind(const struct kind *k, size_t keep_chunks)
 {
     size_t n;
     struct weft__cache_node *list = weft__cache_take_depot(k->cache, &n);
-    /* 0. A record that keeps a host (weft__record_room) gives it back
-     * first: the host joins the list, and each is counted where it is.
-     * A record that keeps its handle ("Pairs") gives it to the handles'
-     * depot, which is trimmed after the records. */
+    /* 0. A record that keeps its handle ("Pairs") gives it to the
+     * handles' depot, which is trimmed after the records. */
     struct weft__cache_node *unpaired = NULL;
     size_t nunpaired = 0;
     for (struct weft__cache_node *o = list; k->records && o; o = o->next) {
@@ -513,14 +431,6 @@ static size_t trim_kind(const struct kind *k, size_t keep_chunks)
             h->next = unpaired;
             unpaired = h;
             nunpaired++;
-        }
-        if (t->room == WEFT__ROOM_RECORD) {
-            t->room = WEFT__ROOM_NONE;
-            struct weft__cache_node *h = node_of(host_of(t));
-            h->key = 0;
-            h->next = o->next;
-            o->next = h;
-            n++;
         }
     }
     weft__cache_return_depot(&weft__handles, unpaired, nunpaired);

@@ -69,6 +69,7 @@ enum {
     WEFT__T_KEEP = 32,     /* the run record lives as long as the handle */
     WEFT__T_LAZY = 64,     /* made by weft_task_create, not yet started
                               (the handle holder's flag)                */
+    WEFT__T_ROOM = 128,    /* has a room (and KEEP): fixed when made    */
 };
 #define WEFT__T_REF ((uint64_t)1 << 8)
 
@@ -333,9 +334,9 @@ int weft__sync_wait_keep(struct weft_task *h);
 
 /* ----------------------------------------------------- records (records.c) */
 
-/* What a task's room is (its `room` field): none; a window of a second
- * record (records.c, weft__record_room), which a free record keeps;
- * memory of its own (malloc), freed with the record. */
+/* What a task's room is (its `room` field): none; the record's own slot
+ * in its chunk (records.c, weft__record_room); memory of its own
+ * (malloc), freed with the record. */
 enum { WEFT__ROOM_NONE = 0, WEFT__ROOM_RECORD = 1, WEFT__ROOM_HEAP = 2 };
 
 /* A record from this thread's cache (or a fresh chunk); NULL: no memory. */
@@ -362,21 +363,64 @@ static inline void weft__handle_free(struct weft_task *h)
     n->key = 0;
     weft__cache_put(&weft__handles, &weft__handles_local, n);
 }
-/* Back to this thread's cache, with its room's memory (a host record
- * stays with it: records.c). */
+/* Back to this thread's cache, with its room's memory. */
 void weft__record_free(struct weft__task *t);
 /* The same, with its handle (t->done, free too) paired to it: a task
  * whose records go back together (records.c, "Pairs"). */
 void weft__record_free_pair(struct weft__task *t);
-/* A room of WEFT_TASK_ROOM bytes for t, in a second record (its host),
- * kept from t's last use or taken from the cache (see records.c for which
- * of its bytes, and why those); sets t->arg and t->room.  false: no
- * memory. */
-bool weft__record_room(struct weft__task *t);
-/* t (room WEFT__ROOM_RECORD) gives its host back to the cache. */
-void weft__record_unroom(struct weft__task *t);
+/*
+ * A record chunk (records.c): an aligned block of this many bytes, its
+ * header (a cache line), the records, then a room of WEFT_TASK_ROOM bytes
+ * (records.c, "Rooms") and a name buffer of WEFT__CORO_NAME_MAX bytes
+ * for each record, at the chunk's end rather than in the record: only a
+ * task with a room writes its room, and only a named task its name, so
+ * those pages are never touched (nor faulted in) while a chunk's tasks
+ * have neither, and a record is 192 bytes, not 288.
+ */
+#define WEFT__RECORD_CHUNK_BYTES ((size_t)64 * 1024)
+#define WEFT__RECORDS_AT 64
+#define WEFT__RECORDS_PER_CHUNK                                             \
+    ((WEFT__RECORD_CHUNK_BYTES - WEFT__RECORDS_AT - 64) /                   \
+     (sizeof(struct weft__task) + WEFT_TASK_ROOM + WEFT__CORO_NAME_MAX))
+#define WEFT__RECORD_NAMES_AT                                               \
+    (WEFT__RECORD_CHUNK_BYTES - WEFT__RECORDS_PER_CHUNK * WEFT__CORO_NAME_MAX)
+#define WEFT__RECORD_ROOMS_AT                                               \
+    ((WEFT__RECORD_NAMES_AT - WEFT__RECORDS_PER_CHUNK * WEFT_TASK_ROOM) &    \
+     ~(size_t)63)
+_Static_assert(WEFT_TASK_ROOM % 64 == 0 && _Alignof(max_align_t) <= 64,
+               "each room is whole cache lines, aligned for anything");
+_Static_assert(WEFT__RECORDS_AT +
+                       WEFT__RECORDS_PER_CHUNK * sizeof(struct weft__task) <=
+                   WEFT__RECORD_ROOMS_AT &&
+                   WEFT__RECORD_ROOMS_AT +
+                           WEFT__RECORDS_PER_CHUNK * WEFT_TASK_ROOM <=
+                       WEFT__RECORD_NAMES_AT,
+               "the records, the rooms, the names");
+
+/* t's index in its chunk, and the chunk. */
+static inline size_t weft__record_index(const struct weft__task *t,
+                                        char **chunk)
+{
+    uintptr_t c = (uintptr_t)t & ~(uintptr_t)(WEFT__RECORD_CHUNK_BYTES - 1);
+    *chunk = (char *)c;
+    return ((uintptr_t)t - c - WEFT__RECORDS_AT) / sizeof(struct weft__task);
+}
+
+/* t's room, WEFT_TASK_ROOM bytes aligned to 64, as long as t's record. */
+static inline char *weft__record_room(struct weft__task *t)
+{
+    char *c;
+    size_t i = weft__record_index(t, &c);
+    return c + WEFT__RECORD_ROOMS_AT + i * WEFT_TASK_ROOM;
+}
+
 /* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
-char *weft__record_name_buf(struct weft__task *t);
+static inline char *weft__record_name_buf(struct weft__task *t)
+{
+    char *c;
+    size_t i = weft__record_index(t, &c);
+    return c + WEFT__RECORD_NAMES_AT + i * WEFT__CORO_NAME_MAX;
+}
 /* The calling thread, a pool's, keeps a full cache of free records
  * (other threads keep one: records.c). */
 void weft__records_worker_thread(void);

@@ -683,6 +683,106 @@ static void test_detach(void **)
     CLEAN();
 }
 
+/* ------------------------------------------------- the room's paths */
+
+/* Each way a call and a result take through the room (weft.hpp, "The
+ * room rule"): a call that a byte copy makes (weft_spawn_copy) or one
+ * made in the room (weft_spawn_with's fill); a value that comes back as
+ * the body's result (in_result) or in the room; and an exception, got or
+ * dropped, for each. */
+struct pair16 {
+    std::uint64_t a, b;
+};
+struct two_shorts {
+    short x, y;
+};
+
+template <class F>
+static void expect_throw_17(F &&f)
+{
+    try {
+        (void)f();
+        fail_msg("no exception");
+    } catch (int e) {
+        assert_int_equal(e, 17);
+    }
+}
+
+static void test_result_paths(void **)
+{
+    using weft::detail::in_result;
+    static_assert(in_result<int> && in_result<double> && in_result<void *> &&
+                      in_result<two_shorts> && !in_result<pair16> &&
+                      !in_result<std::string> && !in_result<void>,
+                  "which values ride in the result");
+    weft::pool p{2};
+    weft_pool *h = p.native_handle();
+    std::string word = "word";
+    int k = 3;
+    for (int round = 0; round < 200; round++) {
+        /* Copied calls, each kind of result. */
+        CHECK(weft::spawn(h, [k, round] { return k * round; }).get() ==
+              3 * round);
+        CHECK(weft::spawn(h, [round] { return round / 2.0; }).get() ==
+              round / 2.0);
+        CHECK(weft::spawn(h, [&k] { return &k; }).get() == &k);
+        two_shorts ts = weft::spawn(h, [round] {
+                            return two_shorts{static_cast<short>(round), -1};
+                        }).get();
+        CHECK(ts.x == round && ts.y == -1);
+        pair16 pr = weft::spawn(h, [round] {
+                        return pair16{std::uint64_t(round), ~std::uint64_t(0)};
+                    }).get();
+        CHECK(pr.a == std::uint64_t(round) && pr.b == ~std::uint64_t(0));
+        /* Calls made in the room (a string's copy is no byte copy). */
+        CHECK(weft::spawn(h, [word, round] { return int(word.size()) + round; })
+                  .get() == 4 + round);
+        CHECK(weft::spawn(h, [word] { return word + "s"; }).get() == "words");
+        /* Exceptions in place of each kind of result, copied or made. */
+        expect_throw_17([&] {
+            return weft::spawn(h, [k]() -> int { throw 17 + k - k; }).get();
+        });
+        expect_throw_17([&] {
+            return weft::spawn(h, [word]() -> int {
+                       throw 17 + static_cast<int>(word.size()) - 4;
+                   }).get();
+        });
+        expect_throw_17([&] {
+            return weft::spawn(h, [k]() -> pair16 { throw 17 + k - k; })
+                .get();
+        });
+        /* Dropped: detached or destroyed unread, thrown or not. */
+        weft::spawn(h, [round]() -> int {
+            if (round % 2)
+                throw tracked("dropped");
+            return round;
+        }).detach();
+        {
+            auto t = weft::spawn(h, [round]() -> int {
+                if (round % 3 == 0)
+                    throw tracked("unread");
+                return round;
+            });
+        }
+    }
+    /* From inside a task, where a child no worker took runs inline. */
+    CHECK(weft::spawn(h, [h] {
+              int sum = 0;
+              for (int i = 0; i < 100; i++) {
+                  sum += weft::spawn(h, [i] { return i; }).get();
+                  try {
+                      (void)weft::spawn(h, [i]() -> int { throw i; }).get();
+                  } catch (int e) {
+                      sum -= e;
+                  }
+              }
+              return sum;
+          }).get() == 0);
+    p.destroy(); /* every detached task has ended */
+    assert_int_equal(tracked::live.load(), 0);
+    CLEAN();
+}
+
 /* ------------------------------------------------------- no allocation */
 
 static void test_no_allocation(void **)
@@ -1155,6 +1255,7 @@ int main()
         CASE(test_wait_get_misuse),
         CASE(test_destructor_waits),
         CASE(test_detach),
+        CASE(test_result_paths),
         CASE(test_no_allocation),
         CASE(test_this_task),
         CASE(test_mutex),

@@ -642,9 +642,10 @@ static int fill_refuses(void *room, void *arg)
 
 static void *room_times3(void *room) { return P(*(intptr_t *)room * 3); }
 
-static void take_none(void *room, void *arg)
+static void take_none(void *room, void *result, void *arg)
 {
     (void)room;
+    (void)result;
     *(int *)arg += 1;
 }
 
@@ -709,6 +710,75 @@ static int spawn_with_fill_refuses(void)
     int rc = spawn_with_call(&t, g_pool, room_times3, fill_refuses, NULL);
     CHECK_EQ(weft_spawn_with(&t, g_pool, room_times3, sizeof(intptr_t),
                              fill_seven, NULL, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    CHECK_EQ(I(r), 21);
+    return rc;
+}
+
+/* spawn_copy refused: *out untouched, and the caller's bytes too. */
+static int spawn_copy_call(weft_task **out, weft_pool *p, weft_fn fn,
+                           const intptr_t *src, size_t size,
+                           const weft_task_opts *o)
+{
+    int rc = weft_spawn_copy(out, p, fn, src, size, o);
+    if (out)
+        CHECK_PTR_EQ(*out, OLD);
+    if (src)
+        CHECK_EQ(*src, 7);
+    return rc;
+}
+
+static const intptr_t seven = 7;
+
+static int spawn_copy_out_null(void)
+{
+    return spawn_copy_call(NULL, g_pool, room_times3, &seven, sizeof seven,
+                           NULL);
+}
+
+static int spawn_copy_pool_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_copy_call(&t, NULL, room_times3, &seven, sizeof seven, NULL);
+}
+
+static int spawn_copy_fn_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_copy_call(&t, g_pool, NULL, &seven, sizeof seven, NULL);
+}
+
+static int spawn_copy_src_null(void)
+{
+    weft_task *t = OLD;
+    return spawn_copy_call(&t, g_pool, room_times3, NULL, sizeof seven, NULL);
+}
+
+static int spawn_copy_stack(void)
+{
+    weft_task_opts o = {.stack_size = ((size_t)1 << 30) + 1, .name = NULL};
+    weft_task *t = OLD;
+    return spawn_copy_call(&t, g_pool, room_times3, &seven, sizeof seven, &o);
+}
+
+static int spawn_copy_shutdown(void)
+{
+    struct dying d;
+    dying_begin(&d);
+    weft_task *t = OLD;
+    int rc = spawn_copy_call(&t, d.p, room_times3, &seven, sizeof seven, NULL);
+    dying_end(&d);
+    return rc;
+}
+
+static int task_room_null(void) { return weft_task_room(NULL) != NULL; }
+
+static int task_room_none(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_spawn(&t, g_pool, times3, P(7), NULL), 0);
+    int rc = weft_task_room(t) != NULL;
     void *r = OLD;
     CHECK_EQ(weft_sync_wait(t, &r), 0);
     CHECK_EQ(I(r), 21);
@@ -1484,6 +1554,16 @@ static int spawn_with_nomem(void)
                                        NULL));
     CHECK_PTR_EQ(t, OLD);
     CHECK_EQ(fills, 0);
+    return rc;
+}
+
+static int spawn_copy_nomem(void)
+{
+    weft_task *t = OLD;
+    int rc;
+    OUT_OF_MEMORY(rc = weft_spawn_copy(&t, g_pool, room_times3, &seven,
+                                       sizeof seven, NULL));
+    CHECK_PTR_EQ(t, OLD);
     return rc;
 }
 
@@ -3279,6 +3359,13 @@ static const struct row rows[] = {
     ROW(weft_spawn_with, "a pool another thread is destroying (fill not called)", -ESHUTDOWN, PLAIN, spawn_with_shutdown),
     ROW(weft_spawn_with, "fill refuses with -ENOMEM (nothing queued)", -ENOMEM, PLAIN, spawn_with_fill_refuses),
     NOMEM(weft_spawn_with, "no memory for the record", PLAIN, spawn_with_nomem),
+    ROW(weft_spawn_copy, "`out` NULL", -EINVAL, PLAIN, spawn_copy_out_null),
+    ROW(weft_spawn_copy, "`pool` NULL", -EINVAL, PLAIN, spawn_copy_pool_null),
+    ROW(weft_spawn_copy, "`fn` NULL", -EINVAL, PLAIN, spawn_copy_fn_null),
+    ROW(weft_spawn_copy, "`src` NULL, `size` not 0", -EINVAL, PLAIN, spawn_copy_src_null),
+    ROW(weft_spawn_copy, "stack size over 1 GiB", -EINVAL, PLAIN, spawn_copy_stack),
+    ROW(weft_spawn_copy, "a pool another thread is destroying", -ESHUTDOWN, PLAIN, spawn_copy_shutdown),
+    NOMEM(weft_spawn_copy, "no memory for the record", PLAIN, spawn_copy_nomem),
     ROW(weft_await, "NULL", -EINVAL, TASK, await_null),
     ROW_AFTER(weft_await, "on a plain thread (handle not consumed)", -EPERM, PLAIN,
               await_spawned, after_pending),
@@ -3323,6 +3410,8 @@ static const struct row rows[] = {
     ROW(weft_task_detach, "NULL", -EINVAL, PLAIN, task_detach_null),
     VAL(weft_task_current, "on a plain thread", 0, "NULL", task_current_plain),
     VAL(weft_task_name, "NULL", 0, "\"\"", task_name_null),
+    VAL(weft_task_room, "NULL", 0, "NULL", task_room_null),
+    VAL(weft_task_room, "a task without a room", 0, "NULL", task_room_none),
     ROW(weft_schedule, "NULL", -EINVAL, TASK, schedule_null),
     ROW(weft_schedule, "on a plain thread", -EPERM, PLAIN, schedule_pool),
     ROW(weft_schedule, "in a coroutine", -EPERM, CORO, schedule_pool),

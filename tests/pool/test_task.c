@@ -1562,13 +1562,15 @@ static int job_fill_cb(void *room, void *arg)
 /* What a take saw: the room's job, copied, and how often it was called. */
 struct took {
     struct job job;
+    void *result;
     int calls;
 };
 
-static void job_take_cb(void *room, void *arg)
+static void job_take_cb(void *room, void *result, void *arg)
 {
     struct took *k = arg;
     k->job = *(const struct job *)room;
+    k->result = result;
     k->calls++;
 }
 
@@ -1587,6 +1589,7 @@ static void job_take_check(weft_task *t, uint64_t seed)
     struct took k = {.calls = 0};
     CHECK_EQ(weft_task_take(t, job_take_cb, &k), 0);
     CHECK_EQ(k.calls, 1);
+    CHECK_EQ((uint64_t)(uintptr_t)k.result, seed + 1); /* job_body's value */
     job_check_done(&k.job, seed);
 }
 
@@ -1637,6 +1640,110 @@ static void test_spawn_with_take_plain(void **state)
     WT_CLEAN();
 }
 
+/*
+ * weft_spawn_copy: an argument by value.  A header and every size of
+ * bytes after it from 0 to COPY_SIZES - 1 (the word copy, its tail, rooms
+ * in a record and on the heap), each from a buffer the caller overwrites
+ * as soon as the spawn returns: the body finds its own bytes and leaves
+ * their sum in the header, and the room is the same one before and after
+ * the join (weft_task_room).
+ */
+#define COPY_SIZES 130
+
+struct copied {
+    size_t size; /* the argument's bytes after this header */
+    uint64_t sum;
+    unsigned char bytes[COPY_SIZES];
+};
+
+static unsigned char copy_byte(size_t size, size_t i)
+{
+    return (unsigned char)(size * 7 + i * 13 + 1);
+}
+
+static void *copy_body(void *room)
+{
+    struct copied *c = room;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < c->size; i++) {
+        CHECK_EQ(c->bytes[i], copy_byte(c->size, i));
+        sum += c->bytes[i];
+    }
+    if (c->size % 5 == 0)
+        CHECK_EQ(weft_yield(), 0);
+    c->sum = sum;
+    return P(c->size);
+}
+
+static void *copy_none(void *room)
+{
+    CHECK(room != NULL);
+    return NULL;
+}
+
+static void copy_take(void *room, void *result, void *arg)
+{
+    struct copied *c = room;
+    CHECK_EQ((size_t)(uintptr_t)result, c->size); /* copy_body's value */
+    *(uint64_t *)arg = c->sum;
+}
+
+static void copy_round(weft_pool *p, bool join_first)
+{
+    static weft_task *t[COPY_SIZES];
+    static void *rooms[COPY_SIZES];
+    struct copied c;
+    for (size_t n = 0; n < COPY_SIZES; n++) {
+        c.size = n;
+        c.sum = 0;
+        for (size_t i = 0; i < n; i++)
+            c.bytes[i] = copy_byte(n, i);
+        CHECK_EQ(weft_spawn_copy(&t[n], p, copy_body, &c,
+                                 offsetof(struct copied, bytes) + n, NULL),
+                 0);
+        memset(&c, 0xee, sizeof c); /* the task has its own copy */
+        rooms[n] = weft_task_room(t[n]);
+        CHECK(rooms[n] != NULL);
+        CHECK_EQ((uintptr_t)rooms[n] % _Alignof(max_align_t), 0);
+    }
+    for (size_t n = 0; n < COPY_SIZES; n++) {
+        uint64_t want = 0, got = ~(uint64_t)0;
+        for (size_t i = 0; i < n; i++)
+            want += copy_byte(n, i);
+        if (join_first) {
+            CHECK_EQ(weft_task_join(t[n]), 0);
+            CHECK_PTR_EQ(weft_task_room(t[n]), rooms[n]);
+            CHECK_EQ(((struct copied *)rooms[n])->sum, want);
+        }
+        CHECK_EQ(weft_task_take(t[n], copy_take, &got), 0);
+        CHECK_EQ(got, want);
+    }
+}
+
+static void *spawn_copy_in_task(void *arg)
+{
+    (void)arg;
+    copy_round(weft_pool_current(), false);
+    copy_round(weft_pool_current(), true);
+    return P(1);
+}
+
+static void test_spawn_copy(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    for (int round = 0; round < 4; round++) {
+        copy_round(p, round % 2);
+        assert_int_equal(I(wt_run(p, spawn_copy_in_task, NULL)), 1);
+    }
+    /* A room of no bytes: fn gets a room all the same. */
+    weft_task *t;
+    assert_int_equal(weft_spawn_copy(&t, p, copy_none, NULL, 0, NULL), 0);
+    assert_true(weft_task_room(t) != NULL);
+    assert_int_equal(weft_task_detach(t), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 /* A room larger than WEFT_TASK_ROOM, filled and taken through the calls;
  * a fill that refuses leaves nothing behind (ASan's leak check). */
 static int big_fill(void *room, void *arg)
@@ -1654,8 +1761,9 @@ static int big_refuse(void *room, void *arg)
     return -EIO;
 }
 
-static void big_take(void *room, void *arg)
+static void big_take(void *room, void *result, void *arg)
 {
+    (void)result;
     const unsigned char *b = room;
     size_t *bad = arg;
     for (size_t i = 0; i < BIG_ROOM; i++)
@@ -1940,6 +2048,7 @@ int main(void)
         WT_TEST(test_spawn_with_take_in_task),
         WT_TEST(test_spawn_with_take_plain),
         WT_TEST(test_spawn_with_big),
+        WT_TEST(test_spawn_copy),
         WT_TEST(test_spawn_with_refused_while_destroyed),
         WT_TEST(test_task_start_runs_on_pool),
         WT_TEST(test_ended_handles_outlive_run_records),
