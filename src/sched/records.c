@@ -254,13 +254,16 @@ static __attribute__((noinline)) struct weft__task *from_chunk(void)
     if (!chunk)
         return NULL;
     chunk->free_seen = 0;
-    /* Each record's wait_lock is set up here, once: task.c's task_new
-     * leaves it, for the observers' sake (dump.c).  All but the first go
+    /* Each record's wait_lock and slot are set up here, once: task.c's
+     * task_new leaves them (the lock for the observers' sake: dump.c; the
+     * slot never changes).  All but the first go
      * to this thread's cache, which makes their flags 0 (free); the first
      * is marked free until task_new makes it live. */
     chunk->records[0].co.flags = 0;
+    chunk->records[0].slot = 0;
     weft__spin_init(&chunk->records[0].wait_lock);
     for (size_t i = 1; i < PER_CHUNK; i++) {
+        chunk->records[i].slot = (uint8_t)i;
         weft__spin_init(&chunk->records[i].wait_lock);
         weft__record_free(&chunk->records[i]);
     }

@@ -164,6 +164,9 @@ struct weft__task {
     /* Where arg, the room of weft_task_create_with, lives (WEFT__ROOM_*),
      * so that the record's free frees it too. */
     uint8_t room;
+    /* Its index in its chunk (records.c), set when the chunk is made and
+     * never changed: where its room and name are (weft__record_room). */
+    uint8_t slot;
     /* 0: the pool's (or the default).  32 bits (WEFT_STACK_MAX is 1 GiB)
      * beside the flags, where it costs the record nothing.  Atomic: read
      * as spawned_on is. */
@@ -397,29 +400,26 @@ _Static_assert(WEFT__RECORDS_AT +
                        WEFT__RECORD_NAMES_AT,
                "the records, the rooms, the names");
 
-/* t's index in its chunk, and the chunk. */
-static inline size_t weft__record_index(const struct weft__task *t,
-                                        char **chunk)
+_Static_assert(WEFT__RECORDS_PER_CHUNK <= 256, "a slot index is a byte");
+
+static inline char *weft__record_chunk(const struct weft__task *t)
 {
-    uintptr_t c = (uintptr_t)t & ~(uintptr_t)(WEFT__RECORD_CHUNK_BYTES - 1);
-    *chunk = (char *)c;
-    return ((uintptr_t)t - c - WEFT__RECORDS_AT) / sizeof(struct weft__task);
+    return (char *)((uintptr_t)t &
+                    ~(uintptr_t)(WEFT__RECORD_CHUNK_BYTES - 1));
 }
 
 /* t's room, WEFT_TASK_ROOM bytes aligned to 64, as long as t's record. */
 static inline char *weft__record_room(struct weft__task *t)
 {
-    char *c;
-    size_t i = weft__record_index(t, &c);
-    return c + WEFT__RECORD_ROOMS_AT + i * WEFT_TASK_ROOM;
+    return weft__record_chunk(t) + WEFT__RECORD_ROOMS_AT +
+           (size_t)t->slot * WEFT_TASK_ROOM;
 }
 
 /* t's name buffer, WEFT__CORO_NAME_MAX bytes, as long as t's record. */
 static inline char *weft__record_name_buf(struct weft__task *t)
 {
-    char *c;
-    size_t i = weft__record_index(t, &c);
-    return c + WEFT__RECORD_NAMES_AT + i * WEFT__CORO_NAME_MAX;
+    return weft__record_chunk(t) + WEFT__RECORD_NAMES_AT +
+           (size_t)t->slot * WEFT__CORO_NAME_MAX;
 }
 /* The calling thread, a pool's, keeps a full cache of free records
  * (other threads keep one: records.c). */
