@@ -276,7 +276,8 @@ static const bench_workload *find_workload(const char *name, size_t len)
 
 /*
  * Fills sel[] with the workloads --only names (in its order, each once), or
- * with all of them.  Returns how many.
+ * with all of them but those measured as a peer (as_peer).  Returns how
+ * many.
  */
 static size_t select_workloads(const char *only, const bench_workload **sel)
 {
@@ -284,7 +285,8 @@ static size_t select_workloads(const char *only, const bench_workload **sel)
 
     if (only == NULL) {
         for (size_t i = 0; i < bench_workload_count; i++)
-            sel[n++] = bench_workloads[i];
+            if (!bench_workloads[i]->as_peer)
+                sel[n++] = bench_workloads[i];
         return n;
     }
     for (const char *p = only; *p != '\0';) {
@@ -374,6 +376,10 @@ static void locate(locations *at, const char *peer_dir)
     at->dir[0] = at->peers[0] = '\0';
     if (self_exe(at->exe, sizeof at->exe) != 0)
         at->exe[0] = '\0';
+    else
+        /* For peer-weft-cpp, which runs this program's C++ workloads
+         * (peers/weft_cpp.c), wherever --peer-dir put the peers. */
+        (void)setenv("WEFT_BENCH", at->exe, 1);
     slash = strrchr(at->exe, '/');
     if (slash != NULL)
         snprintf(at->dir, sizeof at->dir, "%.*s", (int)(slash - at->exe),

@@ -5,10 +5,12 @@
  * weft::task<T>::get().  The same trees, the same pool, the clock in the
  * same place (inside the root task, around the top call); what differs is
  * what the C++ layer adds to a spawn and an await: the callable in the
- * task's room (weft_task_create_with, weft_task_start), the typed result
- * there, weft_task_join and the detach that frees the ended task.  The
- * rows are there to keep that cost in view (target: within 1.1x of the C
- * rows' time); they have no peers.
+ * task's room (weft_spawn_copy or weft_spawn_with), the typed result, and
+ * weft_task_take.  They are measured as the peer "weft-cpp" of the C rows
+ * (peers/weft_cpp.c runs `weft-bench --child skynet-cpp ...`), run by run
+ * beside them, so the C rows' ratio column for weft-cpp is the C++ layer's
+ * time over the C API's (target: at most 1.1); `--only skynet-cpp` still
+ * makes a row of its own.
  *
  * Check: as the C rows'.
  */
@@ -123,6 +125,7 @@ bench_workload make(const bench_workload &c, const char *name,
     w.desc = desc;
     w.run_weft = run;
     w.peers = no_peers;
+    w.as_peer = true; /* the weft-cpp peer of the C row */
     return w;
 }
 

@@ -108,7 +108,7 @@ static uint64_t fib_ops(const bench_params *p)
 }
 
 static const char *const fib_peers[] = {
-    "go", "boost-fiber", "tbb", "openmp", "mutex-pool", NULL
+    "weft-cpp", "go", "boost-fiber", "tbb", "openmp", "mutex-pool", NULL
 };
 
 const bench_workload bench_wl_fib = {

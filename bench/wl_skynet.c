@@ -119,7 +119,7 @@ static uint64_t sk_expect(const bench_params *p)
 }
 
 static const char *const sk_peers[] = {
-    "go", "boost-fiber", "tbb", "openmp", "mutex-pool", NULL
+    "weft-cpp", "go", "boost-fiber", "tbb", "openmp", "mutex-pool", NULL
 };
 
 const bench_workload bench_wl_skynet = {

@@ -80,6 +80,11 @@ typedef struct bench_workload {
      * memory.
      */
     bool fresh_process;
+    /*
+     * Measured as another row's peer (peer-weft-cpp runs it through
+     * weft-bench --child): not a row of its own unless --only names it.
+     */
+    bool as_peer;
     /* More of value is better (a rate such as msgs/s): the ratio column is
      * then weft / peer, so that above 1 still means weft is ahead. */
     bool higher_is_better;
