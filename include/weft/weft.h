@@ -67,8 +67,8 @@
  * coroutine's -ECANCELED is its destruction, weft/coro.h.)
  *
  * Handles and ownership.  A weft_task handle (weft_task_create,
- * weft_task_create_with, weft_spawn, weft_spawn_with) is consumed by
- * exactly one call that returns 0 of: weft_await, weft_await_for,
+ * weft_task_create_with, weft_spawn, weft_spawn_with, weft_spawn_copy) is
+ * consumed by exactly one call that returns 0 of: weft_await, weft_await_for,
  * weft_await_all, weft_await_all_for, weft_sync_wait, weft_task_take,
  * weft_task_detach; a call that fails consumes nothing.
  * After that the handle must not be used.  weft_task_join waits for the

@@ -322,6 +322,22 @@ template <>
 inline constexpr bool in_result<void> = false;
 
 /*
+ * The C result of a body whose outcome is an exception, when its value
+ * (or its nothing, for void) travels in the C result: get() then reads
+ * the room only when the result is this word, so a value costs the
+ * awaiter no look at the room's cache line (which the spawner wrote and
+ * may hold on another core).  A value whose bits happen to be this word
+ * costs that look: the room's state word, left `running` by a body that
+ * did not throw, says it is a value.
+ */
+inline constexpr std::uintptr_t error_bits = 0x9e3779b97f4a7c15u;
+
+inline bool marked(void *result) noexcept
+{
+    return reinterpret_cast<std::uintptr_t>(result) == error_bits;
+}
+
+/*
  * The start of every room weft::spawn makes: the state word and the
  * outcome, at a place that depends on R alone, so that a task<R> (which
  * does not know the callable) finds them from the room weft hands it.
@@ -438,8 +454,7 @@ struct frame {
             if constexpr (std::is_void_v<R>) {
                 std::apply(invoke, std::move(*c));
                 c->~Call();
-                call_alive = false;
-                h->finish(st_value, false);
+                return nullptr; /* not error_bits: nothing to mark */
             } else if constexpr (in_result<R>) {
                 /* The value goes back as fn's result: on the handle's
                  * cache line, which the awaiter reads anyway; the room's
@@ -465,6 +480,8 @@ struct frame {
             ::new (static_cast<void *>(&h->out.error))
                 std::exception_ptr(std::current_exception());
             h->finish(st_error, true);
+            if constexpr (std::is_void_v<R> || in_result<R>)
+                return reinterpret_cast<void *>(error_bits);
         }
         return nullptr;
     }
@@ -537,6 +554,15 @@ struct taker {
     static void take(void *room, void *result, void *self) noexcept
     {
         auto *k = static_cast<taker *>(self);
+        if constexpr (std::is_void_v<R> || in_result<R>) {
+            if (!marked(result)) { /* a value: the room is not read */
+                if constexpr (!std::is_void_v<R>)
+                    std::memcpy(static_cast<void *>(&k->got.value), &result,
+                                sizeof(R));
+                k->st = st_value;
+                return;
+            }
+        }
         header<R> *h = header<R>::at(room);
         /* Relaxed: weft_task_take's wait ordered the body's writes
          * before this call.  Not an error: a value (header::finish leaves
@@ -580,8 +606,11 @@ struct taker {
 
 /* weft_task_take's take for a task<R> destroyed unread. */
 template <class R>
-void drop_outcome(void *room, void *, void *) noexcept
+void drop_outcome(void *room, void *result, void *) noexcept
 {
+    if constexpr (std::is_void_v<R> || in_result<R>)
+        if (!marked(result))
+            return; /* a value with nothing to destroy */
     header<R> *h = header<R>::at(room);
     destroy_outcome(&h->out, static_cast<unsigned char>(h->state.load(
                                  std::memory_order_relaxed)));

@@ -730,6 +730,15 @@ static void test_result_paths(void **)
                             return two_shorts{static_cast<short>(round), -1};
                         }).get();
         CHECK(ts.x == round && ts.y == -1);
+        /* A value whose bits are the error mark: a value all the same. */
+        CHECK(weft::spawn(h, [round] {
+                  return std::uint64_t(weft::detail::error_bits) + round % 2;
+              }).get() == std::uint64_t(weft::detail::error_bits) + round % 2);
+        {
+            auto unread = weft::spawn(h, [] {
+                return std::uint64_t(weft::detail::error_bits);
+            });
+        }
         pair16 pr = weft::spawn(h, [round] {
                         return pair16{std::uint64_t(round), ~std::uint64_t(0)};
                     }).get();
