@@ -18,11 +18,17 @@
  * another thread would almost always read ENOTTY (or the EAGAIN of a
  * hooked call's first try) through its stale address: the errno check
  * sees a migration even where the thread check would not.  The tasks
+ * first yield until they have begun on both workers (spread, below), and
  * yield between calls so that they move between the workers; the test
- * counts that they did run on both.
+ * counts that the calls did run on both.
  */
 #include "hk.h"
 #include "hooklib.h"
+
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define NTASKS 8
 #define CALLS 250
@@ -31,6 +37,7 @@ struct errno_run {
     weft_pool *pool;
     atomic_int peer[NTASKS];  /* the peer end to close, -1: none    */
     atomic_long tids[16];     /* distinct threads the calls ran on  */
+    atomic_long started[16];  /* distinct threads the tasks began on */
     atomic_long calls;
     atomic_long moved;        /* tasks that changed thread between calls */
 };
@@ -40,15 +47,15 @@ struct errno_task {
     int index;
 };
 
-static void note_tid(struct errno_run *r, long tid)
+static void note_tid(atomic_long set[16], long tid)
 {
     for (unsigned i = 0; i < 16; i++) {
-        long cur = atomic_load(&r->tids[i]);
+        long cur = atomic_load(&set[i]);
         if (cur == tid)
             return;
         if (cur == 0) {
             long zero = 0;
-            if (atomic_compare_exchange_strong(&r->tids[i], &zero, tid))
+            if (atomic_compare_exchange_strong(&set[i], &zero, tid))
                 return;
             if (zero == tid)
                 return;
@@ -57,11 +64,45 @@ static void note_tid(struct errno_run *r, long tid)
     CHECK(!"more than 16 threads ran the tasks");
 }
 
+static unsigned tids_seen(atomic_long set[16])
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < 16; i++)
+        n += atomic_load(&set[i]) != 0;
+    return n;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Before its calls, each task yields until the tasks have begun on both
+ * workers (or 5 s went by): the main thread's spawns may all land on one
+ * worker, and a task parked in a hooked call comes back to its worker,
+ * so tasks that all began on one would stay there.  On a loaded machine
+ * (a CI run of the suites two at a time) the second worker's thread may
+ * not get a CPU for a while: the wait gives it one.
+ */
+static void spread(struct errno_run *r)
+{
+    uint64_t until = now_ns() + 5000000000u;
+    note_tid(r->started, (long)syscall(SYS_gettid));
+    while (tids_seen(r->started) < 2 && now_ns() < until) {
+        CHECK_EQ(weft_yield(), 0);
+        note_tid(r->started, (long)syscall(SYS_gettid));
+    }
+}
+
 static void *errno_reader(void *arg)
 {
     struct errno_task *et = arg;
     struct errno_run *r = et->run;
     long last = 0;
+    spread(r);
     for (int k = 0; k < CALLS; k++) {
         int sv[2];
         if (hk_pair_task(sv))
@@ -77,7 +118,7 @@ static void *errno_reader(void *arg)
         CHECK_EQ(e, ECONNRESET);
         CHECK_EQ(ids.before, ids.after);
         errno = ENOTTY;
-        note_tid(r, ids.before);
+        note_tid(r->tids, ids.before);
         if (last && last != ids.before)
             atomic_fetch_add(&r->moved, 1);
         last = ids.after;
