@@ -66,12 +66,6 @@ struct record_chunk {
 _Static_assert(offsetof(struct record_chunk, records) == WEFT__RECORDS_AT,
                "the records after the header, as task.h says");
 _Static_assert(PER_CHUNK >= 64, "a chunk holds at least 64 records");
-_Static_assert(RECORDS_END <= ROOMS_AT, "rooms after the records");
-_Static_assert(ROOMS_AT + PER_CHUNK * WEFT_TASK_ROOM <= NAMES_AT,
-               "names after the rooms");
-_Static_assert(WEFT_TASK_ROOM % 64 == 0 &&
-                   _Alignof(max_align_t) <= 64,
-               "each room is whole cache lines, aligned for anything");
 
 static struct weft__cache records = WEFT__CACHE_INIT(OUTSIDE_MAX, BATCH, 0, NULL);
 static __thread struct weft__cache_local records_local

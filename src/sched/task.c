@@ -340,7 +340,8 @@ WEFT_EXPORT int weft_spawn_copy(weft_task **out, weft_pool *pool, weft_fn fn,
         return -ENOMEM;
     /* Filled before the arrival: a copy cannot fail, and the arrival is
      * the one step after it that can (it unmakes t). */
-    copy_words(t->arg, src, size);
+    if (size) /* src may be NULL then: no arithmetic on it */
+        copy_words(t->arg, src, size);
     int err = arrive_or_unmake(t, pool);
     if (err)
         return err;
