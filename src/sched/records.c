@@ -131,18 +131,6 @@ static inline struct record_chunk *chunk_of(struct weft__cache_node *n)
     return (struct record_chunk *)((uintptr_t)n & ~(uintptr_t)(CHUNK_BYTES - 1));
 }
 
-/*
- * Rooms (weft_task_create_with, weft_spawn_with, weft_spawn_copy).  A room
- * of at most WEFT_TASK_ROOM bytes is the record's own slot near its
- * chunk's end (weft__record_room, task.h): no allocation, nothing to give
- * back, and one cache line, which the spawner writes and the task and its
- * awaiter read.  (Before, a room was a window of a second record, taken
- * from the cache and kept with the first: two lines of three, a second
- * record per task in use, and a quarter of the time weft.hpp's spawn and
- * get added to the C calls.)  Nobody but the task's owners reads a room,
- * so the observers' racy reads of records (task.h) never meet one.
- */
-
 /* `size` bytes aligned to `align` (a power of two), mapped (not
  * malloc'ed), so that a trim's munmap gives the memory back for sure:
  * `align` more, then cut to the aligned block. */

@@ -54,8 +54,8 @@ static __attribute__((noinline)) void trace_made(struct weft__task *t)
 }
 
 /* Both records of a task (task.h); with `room`, arg is ignored and t->arg
- * is a room of WEFT_TASK_ROOM bytes (its slot: records.c, "Rooms").  `state`
- * gets KEEP added for a task with a room or a name. */
+ * is a room of WEFT_TASK_ROOM bytes (its slot: weft__record_room).
+ * `state` gets KEEP added for a task with a room or a name. */
 static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
                                    const char *name, uint64_t state,
                                    bool room)

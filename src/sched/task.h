@@ -117,8 +117,6 @@ struct weft_task {
 struct weft__task {
     struct weft_coro co;          /* context and chain record; HOSTED     */
     struct weft_task *done;       /* its handle record                    */
-    /* From qnode to cancelled: the window where a room may live in a
-     * free record (records.c, "Rooms"). */
     struct cds_wfcq_node qnode;   /* link in a global queue               */
     weft_pool *pool;              /* home: the pool it belongs to, or     */
     struct weft__driver *driver;  /* the sync_wait thread it belongs to   */
@@ -374,11 +372,12 @@ void weft__record_free_pair(struct weft__task *t);
 /*
  * A record chunk (records.c): an aligned block of this many bytes, its
  * header (a cache line), the records, then a room of WEFT_TASK_ROOM bytes
- * (records.c, "Rooms") and a name buffer of WEFT__CORO_NAME_MAX bytes
- * for each record, at the chunk's end rather than in the record: only a
- * task with a room writes its room, and only a named task its name, so
- * those pages are never touched (nor faulted in) while a chunk's tasks
- * have neither, and a record is 192 bytes, not 288.
+ * and a name buffer of WEFT__CORO_NAME_MAX bytes for each record, at the
+ * chunk's end rather than in the record: only a task with a room writes
+ * its room, and only a named task its name, so those pages are never
+ * touched (nor faulted in) while a chunk's tasks have neither, and a
+ * record is 192 bytes, not 288.  (The 64 bytes less in the count are the
+ * slack for aligning the rooms down to a cache line.)
  */
 #define WEFT__RECORD_CHUNK_BYTES ((size_t)64 * 1024)
 #define WEFT__RECORDS_AT 64
@@ -408,7 +407,16 @@ static inline char *weft__record_chunk(const struct weft__task *t)
                     ~(uintptr_t)(WEFT__RECORD_CHUNK_BYTES - 1));
 }
 
-/* t's room, WEFT_TASK_ROOM bytes aligned to 64, as long as t's record. */
+/*
+ * t's room, WEFT_TASK_ROOM bytes aligned to 64, as long as t's record
+ * (weft_task_create_with, weft_spawn_with, weft_spawn_copy; a larger room
+ * is malloc'ed): no allocation, nothing to give back, and one cache line,
+ * which the spawner writes and the task and its awaiter read.  (Before, a
+ * room was a window of a second record, taken from the cache and kept
+ * with the first: two lines of three, and a second record per task in
+ * use.)  Nobody but the task's owners reads a room, so the observers'
+ * racy reads of records (above) never meet one.
+ */
 static inline char *weft__record_room(struct weft__task *t)
 {
     return weft__record_chunk(t) + WEFT__RECORD_ROOMS_AT +

@@ -178,9 +178,7 @@ static unsigned errno_run_once(void)
     wt_destroy(r.pool);
 
     assert_int_equal(atomic_load(&r.calls), NTASKS * CALLS);
-    unsigned threads = 0;
-    for (unsigned i = 0; i < 16; i++)
-        threads += atomic_load(&r.tids[i]) != 0;
+    unsigned threads = tids_seen(r.tids);
     printf("calls %ld, on %u threads, %ld moves between calls\n",
            atomic_load(&r.calls), threads, atomic_load(&r.moved));
     return threads;
