@@ -64,10 +64,11 @@ typedef struct weft_task_opts {
 WEFT_API int weft_task_create(weft_task **out, weft_fn fn, void *arg,
                               const weft_task_opts *opts);
 
-/* The room weft_task_create_with hands out at no cost beyond the task's
- * own record: a room of at most this many bytes is carved from a second
- * record of the same cache (no malloc); a larger one is one allocation,
- * freed with the task's record. */
+/* The room weft_task_create_with (and weft_spawn_with, weft_spawn_copy)
+ * hands out at no cost beyond the task's own record: a room of at most
+ * this many bytes is a slot of its own that every task record has beside
+ * it (no malloc); a larger one is one allocation, freed with the task's
+ * record. */
 #define WEFT_TASK_ROOM 64
 
 /*

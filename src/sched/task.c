@@ -327,6 +327,35 @@ static void copy_words(void *dst, const void *src, size_t size)
         memcpy(d, s, size % sizeof(uint64_t)); /* narrower loads */
 }
 
+/*
+ * A room's copy (at most WEFT_TASK_ROOM bytes) of a whole number of
+ * words: a run from the start and a run that ends at the end, of the same
+ * length, which overlap unless the size is a multiple of it; every load is
+ * a word at a multiple of 8 bytes, so it still takes the caller's word
+ * stores from the store buffer.  Fewer instructions than copy_words'
+ * jump (its address arithmetic), for the sizes a C++ call makes.
+ */
+static inline void copy_room_words(unsigned char *d, const unsigned char *s,
+                                   size_t size)
+{
+    unsigned char *de = d + size;
+    const unsigned char *se = s + size;
+    copy_word(d, s);
+    copy_word(de - 8, se - 8);
+    if (size <= 16)
+        return;
+    copy_word(d + 8, s + 8);
+    copy_word(de - 16, se - 16);
+    if (size <= 32)
+        return;
+    copy_word(d + 16, s + 16);
+    copy_word(de - 24, se - 24);
+    if (size <= 48)
+        return;
+    copy_word(d + 24, s + 24);
+    copy_word(de - 32, se - 32);
+}
+
 WEFT_EXPORT int weft_spawn_copy(weft_task **out, weft_pool *pool, weft_fn fn,
                                 const void *src, size_t size,
                                 const weft_task_opts *opts)
@@ -340,7 +369,10 @@ WEFT_EXPORT int weft_spawn_copy(weft_task **out, weft_pool *pool, weft_fn fn,
         return -ENOMEM;
     /* Filled before the arrival: a copy cannot fail, and the arrival is
      * the one step after it that can (it unmakes t). */
-    if (size) /* src may be NULL then: no arithmetic on it */
+    /* Size 0: no copy, and no arithmetic on src (it may be NULL then). */
+    if (size % sizeof(uint64_t) == 0 && size - 1 < WEFT_TASK_ROOM)
+        copy_room_words(t->arg, src, size);
+    else if (size)
         copy_words(t->arg, src, size);
     int err = arrive_or_unmake(t, pool);
     if (err)
