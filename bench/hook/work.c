@@ -36,7 +36,8 @@
  * counts if it completed before the stop flag was set; a ticker wake-up
  * counts if it came after the start.  Then main joins everyone and prints
  * the result line.  alarm(2) bounds the whole child (the driver has its
- * own deadline too).
+ * own deadline too); a watchdog thread, 3 s before that alarm, reports
+ * where main waits and dumps every pool to stderr.
  */
 #include "hook_bench.h"
 
@@ -319,6 +320,39 @@ static void *ticker(void *arg)
     return NULL;
 }
 
+/* Where main is after the window, for the watchdog (below). */
+enum { AT_WINDOW, AT_TICKER, AT_CLIENTS, AT_DESTROY };
+static const char *const at_names[] = {
+    "in the window", "joining the ticker", "joining the clients",
+    "destroying the pool"};
+static _Atomic int main_at;
+static _Atomic unsigned clients_joined;
+
+/* Shortly before alarm(2) ends a child that hangs after its window, say
+ * where main waits and what every pool runs (weft_dump_all: each
+ * worker's task, its wait, the queues), so that the bench's stderr holds
+ * the reason.  Started after the thread count (it is not one of the
+ * program's threads); a child that ends in time never wakes it. */
+static struct timespec watchdog_at;
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &watchdog_at,
+                           NULL) == EINTR)
+        ;
+    int at = atomic_load(&main_at);
+    fprintf(stderr,
+            "weft-hook-bench: child %s %s: still running near its alarm, "
+            "main %s (%u of %u clients joined); every pool follows\n",
+            hb_db_names[opt.db], hb_mode_names[opt.mode], at_names[at],
+            atomic_load(&clients_joined), opt.tasks);
+    if (in_weft())
+        weft_dump_all(stderr);
+    fflush(stderr);
+    return NULL;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -486,7 +520,10 @@ static double ru_seconds(const struct rusage *ru)
 int hb_child_main(int argc, char **argv)
 {
     parse(argc, argv);
-    alarm((unsigned)(READY_S + TAIL_S + opt.seconds + 1));
+    unsigned budget = (unsigned)(READY_S + TAIL_S + opt.seconds + 1);
+    alarm(budget);
+    clock_gettime(CLOCK_MONOTONIC, &watchdog_at);
+    watchdog_at.tv_sec += (time_t)budget - 3;
     signal(SIGPIPE, SIG_IGN);
 
     hb_result res;
@@ -573,6 +610,9 @@ int hb_child_main(int argc, char **argv)
     /* Threads near the end of the window, while every client still runs
      * (the clients end at once after the stop flag). */
     res.threads = count_threads();
+    pthread_t dog;
+    if (pthread_create(&dog, NULL, watchdog, NULL) == 0)
+        pthread_detach(dog);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end_ts, NULL) ==
            EINTR)
         ;
@@ -593,14 +633,23 @@ int hb_child_main(int argc, char **argv)
 
     /* Everyone ends at its next check of the flag. */
     if (in_weft()) {
+        atomic_store(&main_at, AT_TICKER);
         weft_sync_wait(tick_task, NULL);
-        for (unsigned i = 0; i < opt.tasks; i++)
+        atomic_store(&main_at, AT_CLIENTS);
+        for (unsigned i = 0; i < opt.tasks; i++) {
             weft_sync_wait(tasks[i], NULL);
+            atomic_store(&clients_joined, i + 1);
+        }
+        atomic_store(&main_at, AT_DESTROY);
         weft_pool_destroy(pool);
     } else {
+        atomic_store(&main_at, AT_TICKER);
         pthread_join(tick_thread, NULL);
-        for (unsigned i = 0; i < opt.tasks; i++)
+        atomic_store(&main_at, AT_CLIENTS);
+        for (unsigned i = 0; i < opt.tasks; i++) {
             pthread_join(threads[i], NULL);
+            atomic_store(&clients_joined, i + 1);
+        }
     }
 
     res.commands = atomic_load(&total_commands);
