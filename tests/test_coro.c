@@ -441,8 +441,12 @@ static void test_destroy_never_started_and_dead(void **state)
 static void *cancel_body(void *in)
 {
     (void)in;
-    int rc = weft_coro_yield(P(1), NULL);
+    /* A call that fails writes no out-parameter (weft.h, "Errors"): the
+     * cancelled yield leaves `got` as it was. */
+    void *got = P(7);
+    int rc = weft_coro_yield(P(1), &got);
     assert_int_equal(rc, -ECANCELED);
+    assert_ptr_equal(got, P(7));
     /* Being destroyed: a second yield fails at once, without suspending,
      * and so does a transfer (to a coroutine that must not start). */
     g_second_yield = weft_coro_yield(P(2), NULL);
@@ -483,9 +487,12 @@ static void *cancel_in_transfer_b(void *in)
 static void *cancel_in_transfer_a(void *in)
 {
     (void)in;
-    /* B returns at once, to A's resumer (main); A stays parked here. */
-    int rc = weft_coro_transfer(g_tb, NULL, NULL);
+    /* B returns at once, to A's resumer (main); A stays parked here.  The
+     * cancelled transfer writes no out-parameter. */
+    void *got = P(7);
+    int rc = weft_coro_transfer(g_tb, NULL, &got);
     assert_int_equal(rc, -ECANCELED);
+    assert_ptr_equal(got, P(7));
     g_cleaned = true;
     return NULL;
 }

@@ -360,6 +360,12 @@ WEFT_EXPORT int weft_coro_destroy(weft_coro *co)
          * It can no longer suspend, so control comes back here only once
          * it has returned, on this thread. */
         co->flags |= WEFT__CORO_CANCEL;
+        /* The pending call fails, so its out-parameter stays as it was
+         * (weft.h, "Errors"): its frame names no inbox now, and the switch
+         * delivers nothing. */
+        void *no_inbox = NULL;
+        memcpy((unsigned char *)co->sp + WEFT__CTX_INBOX, &no_inbox,
+               sizeof no_inbox);
         struct weft__thread *t = &weft__tls;
         run_claimed(t, thread_self(t), co, NULL, NULL, -ECANCELED);
     }
