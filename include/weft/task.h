@@ -164,7 +164,9 @@ WEFT_API int weft_task_start(weft_task *t, weft_pool *pool);
  * coroutine), -ENOMEM (t is lazy and no stack could be had to start it:
  * it did not start), -ECANCELED (in a task: the calling task was
  * cancelled, before or while it waited; t runs on, a lazy t that this
- * call started included).  On an error t is not consumed either.
+ * call started included), -EBUSY (another wait for t is parked:
+ * weft/weft.h, "Handles and ownership").  On an error t is not consumed
+ * either.
  */
 WEFT_API int weft_task_join(weft_task *t);
 
@@ -186,7 +188,9 @@ typedef void (*weft_take_fn)(void *room, void *result, void *arg);
  * on a pool worker outside a task, or inside a coroutine), -ENOMEM (t is
  * lazy and no stack could be had to start it: it did not start),
  * -ECANCELED (in a task: the calling task was cancelled, before or while
- * it waited).  On an error take was not called and t is not consumed.
+ * it waited), -EBUSY (another wait for t is parked: weft/weft.h, "Handles
+ * and ownership").  On an error take was not called and t is not
+ * consumed.
  */
 WEFT_API int weft_task_take(weft_task *t, weft_take_fn take, void *arg);
 
@@ -217,8 +221,10 @@ WEFT_API int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
  * Returns 0, -EINVAL (t NULL, or t is the calling task), -EPERM (not in a
  * task), -ENOMEM (t is lazy and no stack could be had to start it: it did
  * not start), -ECANCELED (the calling task was cancelled, before or while
- * it waited: t runs on, a lazy t that this call started included).  On an
- * error t is not consumed: await it again (or detach it).
+ * it waited: t runs on, a lazy t that this call started included),
+ * -EBUSY (another wait for t is parked: weft/weft.h, "Handles and
+ * ownership").  On an error t is not consumed: await it again (or detach
+ * it).
  */
 WEFT_API int weft_await(weft_task *t, void **result);
 
@@ -238,7 +244,8 @@ WEFT_API int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns);
  * are untouched, and the tasks that ended meanwhile can still be awaited
  * (at once).  Returns 0, -EPERM (not in a task, n == 0 too), -EINVAL (ts
  * NULL with n > 0, a NULL handle, or the calling task's own), -ENOMEM (a
- * lazy one could get no stack), -ECANCELED.
+ * lazy one could get no stack), -ECANCELED, -EBUSY (another wait for one
+ * of them is parked).
  */
 WEFT_API int weft_await_all(weft_task **ts, size_t n, void **results);
 
@@ -278,7 +285,8 @@ WEFT_API int weft_task_cancel(weft_task *t);
  * any call that can wait, t may continue on either thread.
  * Returns 0, -EINVAL (t NULL), -EDEADLK (called on a pool worker or inside a
  * coroutine: t is not consumed), -ENOMEM (t is lazy and no stack could be
- * had to start it: t is not consumed).
+ * had to start it: t is not consumed), -EBUSY (another wait for t is
+ * parked: weft/weft.h, "Handles and ownership"; t is not consumed).
  */
 WEFT_API int weft_sync_wait(weft_task *t, void **result);
 

@@ -73,8 +73,15 @@
  * weft_task_detach; a call that fails consumes nothing.
  * After that the handle must not be used.  weft_task_join waits for the
  * task's end without consuming the handle; weft_task_start queues a lazy
- * one, the handle still the caller's.  weft_task_current returns a
- * borrowed pointer, which names a task but is not a handle.  An object
+ * one, the handle still the caller's.  A handle has one holder, and one
+ * waiter at a time: a wait for a spawned task (await, join, take,
+ * sync_wait) that finds another wait for it already parked returns
+ * -EBUSY and changes nothing (the first gets the end); a handle shared
+ * between threads must be waited on from one place at a time all the
+ * same, since an overlap is not always seen (an await may be running the
+ * task's body inline, and a lazy task is started by whoever waits).
+ * weft_task_current returns a borrowed pointer, which names a task but is
+ * not a handle.  An object
  * made by weft_X_create (pool, channel, coroutine) is the caller's until
  * weft_X_destroy returns 0.  An fd is owned by weft or borrowed
  * (weft/io.h).  Values sent through a channel, arguments and results are

@@ -112,11 +112,19 @@ static void *await_action(void *arg, void *val)
     uintptr_t none = 0;
     if (atomic_compare_exchange_strong_explicit(
             &a->h->waiter, &none, (uintptr_t)a->self, memory_order_seq_cst,
-            memory_order_acquire) &&
-        !take_back_if_cancelled(a) && arm_if_timed(a))
-        return weft__task_park(a->self);
-    /* It ended while we switched out, or we were cancelled: continue at
-     * once (a stray NOTIFIED is answered by running). */
+            memory_order_acquire)) {
+        if (!take_back_if_cancelled(a) && arm_if_timed(a))
+            return weft__task_park(a->self);
+    } else if (none != WEFT__WAITER_DONE) {
+        /* Someone else waits for it (weft/task.h: one waiter at a time).
+         * Nothing of ours is in the slot, so no cancel or timer can
+         * decide the outcome meanwhile. */
+        atomic_store_explicit(&a->w->outcome, WEFT__W_BUSY,
+                              memory_order_release);
+    }
+    /* It ended while we switched out, we were cancelled, or it has
+     * another waiter: continue at once (a stray NOTIFIED is answered by
+     * running). */
     atomic_fetch_and_explicit(&a->self->done->state,
                               ~(uint64_t)WEFT__T_NOTIFIED,
                               memory_order_relaxed);
@@ -416,10 +424,11 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
         weft__wait_disarm(&w); /* the timer's end_await is over */
         weft__wait_leave(&w);  /* a cancel's end_await is over */
         if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
-            WEFT__WAITER_DONE)
+            WEFT__WAITER_DONE) {
             /* not consumed: await it again later */
-            return weft__wait_error(&w, atomic_load_explicit(
-                                            &w.outcome, memory_order_acquire));
+            uint32_t o = atomic_load_explicit(&w.outcome, memory_order_acquire);
+            return o == WEFT__W_BUSY ? -EBUSY : weft__wait_error(&w, o);
+        }
     }
     if (!keep) {
         /* A task with a room keeps its run record while the handle is

@@ -131,8 +131,17 @@ static int sync_wait(weft_task *h, void **result, bool keep)
         uintptr_t none = 0;
         if (!atomic_compare_exchange_strong_explicit(
                 &h->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
-                memory_order_acq_rel, memory_order_acquire))
+                memory_order_acq_rel, memory_order_acquire)) {
+            if (none != WEFT__WAITER_DONE) {
+                /* Another waiter holds the slot (weft/task.h: one at a
+                 * time); d was never published. */
+                st->driver = NULL;
+                weft__timers_fini(&d.timers);
+                weft__parker_fini(&d.parker);
+                return -EBUSY;
+            }
             atomic_store_explicit(&d.done, 1, memory_order_relaxed);
+        }
     }
 
     while (!atomic_load_explicit(&d.done, memory_order_acquire)) {

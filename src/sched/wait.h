@@ -60,6 +60,7 @@ enum {
     WEFT__W_WOKEN = 1,
     WEFT__W_TIMEDOUT = 2,
     WEFT__W_CANCELED = 3,
+    WEFT__W_BUSY = 4,      /* an await found another waiter (await.c)  */
 };
 
 struct weft__wait {

@@ -1422,6 +1422,130 @@ static int task_take_cancelled(void)
     return rc;
 }
 
+/* One waiter at a time (weft.h, "Handles and ownership").  A held task
+ * (as spawn_held's, or with a room), started, and a task parked joining
+ * it (g_joiner): a second wait gets -EBUSY and changes nothing.  The
+ * joiner is known to be parked once a probe's timed await is refused; a
+ * probe that gets in first times out and leaves, and the joiner, refused
+ * meanwhile, tries again. */
+static weft_event g_held_started;
+static weft_task *g_joiner;
+
+static void *held_started(void *arg)
+{
+    weft_event_set(&g_held_started);
+    return wait_for_release(arg);
+}
+
+static void *room_held_started(void *room)
+{
+    return held_started(*(weft_event **)room);
+}
+
+static void *join_until_parked(void *arg)
+{
+    int rc;
+    while ((rc = weft_task_join(arg)) == -EBUSY)
+        CHECK_EQ(weft_yield(), 0);
+    return P(rc);
+}
+
+static void *probe_until_busy(void *arg)
+{
+    int rc;
+    while ((rc = weft_await_for(arg, NULL, MS(1))) == -ETIMEDOUT)
+        ;
+    return P(rc);
+}
+
+static weft_task *held_with_waiter(bool room)
+{
+    weft_event_init(&g_release);
+    weft_event_init(&g_held_started);
+    if (room)
+        CHECK_EQ(weft_spawn_with(&g_pending, g_pool, room_held_started,
+                                 sizeof(weft_event *), fill_release,
+                                 &g_release, NULL), 0);
+    else
+        CHECK_EQ(weft_spawn(&g_pending, g_pool, held_started, &g_release,
+                            NULL), 0);
+    /* Started: no join runs it inline (and so stays out of its slot). */
+    CHECK_EQ(weft_event_wait(&g_held_started), 0);
+    CHECK_EQ(weft_spawn(&g_joiner, g_pool, join_until_parked, g_pending,
+                        NULL), 0);
+    weft_task *probe;
+    CHECK_EQ(weft_spawn(&probe, g_pool, probe_until_busy, g_pending, NULL),
+             0);
+    void *r = OLD;
+    if (weft_task_current())
+        CHECK_EQ(weft_await(probe, &r), 0);
+    else
+        CHECK_EQ(weft_sync_wait(probe, &r), 0);
+    CHECK_EQ(I(r), -EBUSY);
+    return g_pending;
+}
+
+static void after_release_joined(void)
+{
+    weft_event_set(&g_release);
+    void *r = OLD;
+    assert_int_equal(weft_sync_wait(g_joiner, &r), 0);
+    assert_int_equal(I(r), 0);
+    after_pending();
+}
+
+static int task_join_busy(void) { return weft_task_join(held_with_waiter(false)); }
+
+static int task_take_busy(void)
+{
+    int n = 0;
+    int rc = weft_task_take(held_with_waiter(true), take_none, &n);
+    CHECK_EQ(n, 0);
+    return rc;
+}
+
+static int await_busy(void)
+{
+    void *r = OLD;
+    int rc = weft_await(held_with_waiter(false), &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int await_for_busy(void)
+{
+    void *r = OLD;
+    int rc = weft_await_for(held_with_waiter(false), &r, NEVER);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int await_all_busy(void)
+{
+    weft_task *ts[1] = {held_with_waiter(false)};
+    void *rs[1] = {OLD};
+    int rc = weft_await_all(ts, 1, rs);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    CHECK_PTR_EQ(rs[0], OLD);
+    return rc;
+}
+
+static int await_all_for_busy(void)
+{
+    weft_task *ts[1] = {held_with_waiter(false)};
+    int rc = weft_await_all_for(ts, 1, NULL, NEVER);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
+static int sync_wait_busy(void)
+{
+    void *r = OLD;
+    int rc = weft_sync_wait(held_with_waiter(false), &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
 /* The pool is being destroyed: t stays lazy, and runs when waited for. */
 static int task_start_shutdown(void)
 {
@@ -3339,6 +3463,8 @@ static const struct row rows[] = {
     ROW_AFTER(weft_task_join, "in a coroutine (handle not consumed)", -EDEADLK, CORO, task_join_spawned, after_pending),
     ROW_AFTER(weft_task_join, "in a cancelled task, the task still running", -ECANCELED, TASK, task_join_cancelled, after_release),
     {"weft_task_join", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_JOIN_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_task_join, "another wait for it parked (not consumed)", -EBUSY, TASK, task_join_busy, after_release_joined),
+    ROW_AFTER(weft_task_join, "another wait for it parked, on a plain thread (not consumed)", -EBUSY, PLAIN, task_join_busy, after_release_joined),
     ROW(weft_task_take, "NULL", -EINVAL, TASK, task_take_null),
     ROW_AFTER(weft_task_take, "`take` NULL (not consumed)", -EINVAL, TASK, task_take_take_null, after_pending),
     ROW_AFTER(weft_task_take, "a task without a room (not consumed)", -EINVAL, TASK, task_take_no_room, after_pending),
@@ -3346,6 +3472,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_task_take, "in a coroutine (not consumed)", -EDEADLK, CORO, task_take_spawned, after_pending),
     ROW_AFTER(weft_task_take, "in a cancelled task, the task still running (not consumed)", -ECANCELED, TASK, task_take_cancelled, after_release),
     {"weft_task_take", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_TAKE_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_task_take, "another wait for it parked (not consumed)", -EBUSY, TASK, task_take_busy, after_release_joined),
     ROW(weft_spawn, "`pool` NULL", -EINVAL, PLAIN, spawn_pool_null),
     ROW(weft_spawn, "`fn` NULL", -EINVAL, PLAIN, spawn_fn_null),
     ROW(weft_spawn, "a pool another thread is destroying", -ESHUTDOWN, PLAIN,
@@ -3379,11 +3506,13 @@ static const struct row rows[] = {
         -EINVAL, PLAIN, await_self_inline),
     ROW_AFTER(weft_await, "in a cancelled task, the task still running (not consumed)", -ECANCELED, TASK, await_cancelled, after_release),
     {"weft_await", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_await, "another wait for it parked (not consumed)", -EBUSY, TASK, await_busy, after_release_joined),
     ROW(weft_await_for, "NULL", -EINVAL, TASK, await_for_null),
     ROW_AFTER(weft_await_for, "on a plain thread (not consumed)", -EPERM, PLAIN, await_for_plain, after_pending),
     ROW_AFTER(weft_await_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_for_timeout, after_release),
     ROW_AFTER(weft_await_for, "still running, timeout 0 (not consumed)", -ETIMEDOUT, TASK, await_for_zero, after_release),
     {"weft_await_for", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_FOR_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_await_for, "another wait for it parked (not consumed)", -EBUSY, TASK, await_for_busy, after_release_joined),
     {"weft_await_for", "a lazy task, no memory for the timer (it did not start)", -ENOMEM, NULL, FRESH, AWAIT_FOR_LAZY_TIMER_NOMEM, NULL, true},
     ROW(weft_await_all, "`ts` NULL with `n` > 0", -EINVAL, TASK,
         await_all_ts_null),
@@ -3396,6 +3525,8 @@ static const struct row rows[] = {
     ROW(weft_await_all, "`n` 0, on a plain thread", -EPERM, PLAIN, await_all_none),
     ROW_AFTER(weft_await_all, "in a cancelled task, the first ended, the second running (neither consumed)", -ECANCELED, TASK, await_all_cancelled_after_one, after_both),
     ROW_AFTER(weft_await_all_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_all_for_timeout, after_release),
+    ROW_AFTER(weft_await_all, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_busy, after_release_joined),
+    ROW_AFTER(weft_await_all_for, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_for_busy, after_release_joined),
     NOMEM(weft_await_all_for, "no memory for the timer (not consumed)", FRESH, await_all_for_nomem),
     {"weft_await_all", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_ALL_LAZY_NOMEM, after_pending, true},
     ROW(weft_task_cancel, "NULL", -EINVAL, PLAIN, task_cancel_null),
@@ -3407,6 +3538,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_sync_wait, "in a coroutine (handle not consumed)", -EDEADLK, CORO,
               sync_wait_spawned, after_pending),
     {"weft_sync_wait", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, PLAIN, SYNC_WAIT_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_sync_wait, "another wait for it parked (not consumed)", -EBUSY, PLAIN, sync_wait_busy, after_release_joined),
     ROW(weft_task_detach, "NULL", -EINVAL, PLAIN, task_detach_null),
     VAL(weft_task_current, "on a plain thread", 0, "NULL", task_current_plain),
     VAL(weft_task_name, "NULL", 0, "\"\"", task_name_null),

@@ -2010,6 +2010,64 @@ static void test_cancel_races_end(void **state)
     WT_CLEAN();
 }
 
+/* One waiter at a time (weft/task.h): while a task waits for a spawned
+ * task, a second waiter, in a task or on a plain thread, gets -EBUSY at
+ * once and the handle is as it was; the first still sees the end. */
+static weft_event g_one_started, g_one_release, g_one_busy;
+static weft_task *g_one_target;
+
+static void *one_target(void *arg)
+{
+    weft_event_set(&g_one_started);
+    CHECK_EQ(weft_event_wait(&g_one_release), 0);
+    return arg;
+}
+
+static void *one_joiner(void *arg)
+{
+    (void)arg;
+    int rc = weft_task_join(g_one_target);
+    if (rc == -EBUSY)
+        weft_event_set(&g_one_busy);
+    return P(rc);
+}
+
+static void test_second_waiter_busy(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_event_init(&g_one_started);
+    weft_event_init(&g_one_release);
+    weft_event_init(&g_one_busy);
+    assert_int_equal(weft_spawn(&g_one_target, p, one_target, P(42), NULL), 0);
+    /* Started, so that no joiner runs it inline (that joiner would not be
+     * in the waiter slot). */
+    assert_int_equal(weft_event_wait(&g_one_started), 0);
+    weft_task *j[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(weft_spawn(&j[i], p, one_joiner, NULL, NULL), 0);
+    /* One joiner is in the slot once the other has been refused. */
+    assert_int_equal(weft_event_wait(&g_one_busy), 0);
+    assert_int_equal(weft_task_join(g_one_target), -EBUSY);
+    void *r = NULL;
+    weft_task *t2 = g_one_target;
+    assert_int_equal(weft_sync_wait(t2, &r), -EBUSY);
+    assert_ptr_equal(r, NULL);
+    weft_event_set(&g_one_release);
+    int rc[2];
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(weft_sync_wait(j[i], &r), 0);
+        rc[i] = (int)I(r);
+    }
+    assert_true((rc[0] == 0 && rc[1] == -EBUSY) ||
+                (rc[0] == -EBUSY && rc[1] == 0));
+    /* The handle is untouched: join, then consume. */
+    assert_int_equal(weft_task_join(g_one_target), 0);
+    assert_int_equal(weft_sync_wait(g_one_target, &r), 0);
+    assert_int_equal(I(r), 42);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -2053,6 +2111,7 @@ int main(void)
         WT_TEST(test_task_start_runs_on_pool),
         WT_TEST(test_ended_handles_outlive_run_records),
         WT_TEST(test_cancel_races_end),
+        WT_TEST(test_second_waiter_busy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
