@@ -70,9 +70,13 @@
  * after, and drain a per-thread error queue (OpenSSL's ERR_get_error,
  * GetLastError-style state) before a wait too.  The C++ runtime keeps the
  * exceptions being handled per thread: never wait inside a catch handler
- * (nor in a destructor run while an exception unwinds); take what you
- * need from the exception (or std::current_exception()), leave the
- * handler, then wait.  A weft::mutex belongs to the task that locked it,
+ * (nor in a destructor of yours run while an exception unwinds); take
+ * what you need from the exception (or std::current_exception()), leave
+ * the handler, then wait.  This layer's own waits keep to that: a task
+ * whose callable throws destroys the callable (whose captures may wait)
+ * after its handler, and task<T>'s destructor, which may run as an
+ * exception unwinds, carries the thread's exception state across its
+ * wait (detail::eh_carry).  A weft::mutex belongs to the task that locked it,
  * not to its thread, so it may be unlocked on another thread than the one
  * that locked it; a std::mutex held across a wait may not.
  *
@@ -117,6 +121,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <cxxabi.h>
 #include <exception>
 #include <functional>
 #include <iterator>
@@ -189,11 +194,22 @@ std::uint64_t to_ns(const std::chrono::duration<Rep, Period> &d) noexcept
         std::chrono::ceil<std::chrono::nanoseconds>(d).count());
 }
 
-/* Time left until t on its clock, as a timeout. */
+/* Time left until t on its clock, as a timeout, as to_ns rounds and
+ * bounds it.  In long double nanoseconds (64 bits of mantissa or more):
+ * t - Clock::now() would first convert a far t (time_point::max() of a
+ * coarse duration) to the clock's units, which overflows. */
 template <class Clock, class Duration>
 std::uint64_t ns_until(const std::chrono::time_point<Clock, Duration> &t)
 {
-    return to_ns(t - Clock::now());
+    using ns = std::chrono::duration<long double, std::nano>;
+    long double left = ns(t.time_since_epoch()).count() -
+                       ns(Clock::now().time_since_epoch()).count();
+    if (!(left > 0))
+        return 0;
+    if (left >= 9.2e18L)
+        return UINT64_MAX;
+    auto whole = static_cast<std::uint64_t>(left);
+    return whole + (static_cast<long double>(whole) < left);
 }
 
 /* Let others run while waiting without a wait (see task's destructor): the
@@ -203,6 +219,60 @@ inline void yield_somehow() noexcept
     if (weft_yield() != 0)
         std::this_thread::yield();
 }
+
+/*
+ * The C++ runtime's exception state is the thread's (Itanium C++ ABI,
+ * 2.2.2, __cxa_eh_globals: the exceptions being handled, newest first,
+ * then the count of those thrown and not yet caught).  A task that waits
+ * while it has some (a destructor run as an exception unwinds, which is
+ * what task<T>'s destructor may be) would leave them on the thread it
+ * waited on and miss them on the one it continues on: the counts drift
+ * there for good (std::uncaught_exceptions() says -1 on one worker and
+ * 1 on the other) and the catch that ends the unwinding pops the wrong
+ * thread's list.  eh_carry, around such a wait, takes the state off the
+ * thread before it and puts it on the thread after it.
+ */
+struct eh_state {
+    void *caught;
+    unsigned int uncaught;
+};
+
+inline eh_state *thread_eh() noexcept
+{
+    /* Called through a volatile pointer: __cxa_get_globals is declared
+     * const, so a call after the wait could be folded into the one made
+     * before it, on the thread the task left. */
+    using get_fn = abi::__cxa_eh_globals *(*)();
+    static get_fn volatile get = &abi::__cxa_get_globals;
+    return reinterpret_cast<eh_state *>(get());
+}
+
+class eh_carry {
+public:
+    eh_carry() noexcept
+    {
+        eh_state *g = thread_eh();
+        saved_ = *g;
+        if (saved_.caught || saved_.uncaught)
+            *g = eh_state{};
+    }
+    ~eh_carry()
+    {
+        if (!saved_.caught && !saved_.uncaught)
+            return;
+        eh_state *g = thread_eh();
+        /* This thread's own is empty unless one of its tasks waited in a
+         * handler (see the top: "Thread affinity"). */
+        if (!g->caught)
+            g->caught = saved_.caught;
+        g->uncaught += saved_.uncaught;
+    }
+    eh_carry(const eh_carry &) = delete;
+    eh_carry &operator=(const eh_carry &) = delete;
+
+private:
+    eh_state saved_;
+};
 } // namespace detail
 
 /* -------------------------------------------------------------- pool */
@@ -453,6 +523,7 @@ struct frame {
             };
             if constexpr (std::is_void_v<R>) {
                 std::apply(invoke, std::move(*c));
+                call_alive = false;
                 c->~Call();
                 return nullptr; /* not error_bits: nothing to mark */
             } else if constexpr (in_result<R>) {
@@ -460,8 +531,8 @@ struct frame {
                  * cache line, which the awaiter reads anyway; the room's
                  * line stays as the spawner wrote it. */
                 R r = std::apply(invoke, std::move(*c));
-                c->~Call();
                 call_alive = false;
+                c->~Call();
                 void *bits = nullptr;
                 std::memcpy(&bits, &r, sizeof r);
                 return bits;
@@ -469,20 +540,24 @@ struct frame {
                 /* Made in place: the outcome has bytes of its own. */
                 ::new (static_cast<void *>(&h->out.value))
                     R(std::apply(invoke, std::move(*c)));
-                c->~Call();
                 call_alive = false;
+                c->~Call();
                 h->finish(st_value, !std::is_trivially_destructible_v<R>);
+                return nullptr;
             }
         } catch (...) {
-            /* No wait in here (see the top: "Thread affinity"). */
-            if (call_alive)
-                c->~Call();
+            /* Only this in the handler (see the top: "Thread affinity"):
+             * the call's destructor, below, may wait (a captured task<T>,
+             * a lock), and a wait in here could end on another thread,
+             * whose runtime knows nothing of this exception. */
             ::new (static_cast<void *>(&h->out.error))
                 std::exception_ptr(std::current_exception());
-            h->finish(st_error, true);
-            if constexpr (std::is_void_v<R> || in_result<R>)
-                return reinterpret_cast<void *>(error_bits);
         }
+        if (call_alive)
+            c->~Call();
+        h->finish(st_error, true);
+        if constexpr (std::is_void_v<R> || in_result<R>)
+            return reinterpret_cast<void *>(error_bits);
         return nullptr;
     }
 };
@@ -654,7 +729,9 @@ public:
     /* Wait until the task ends (in a task: parks; on a plain thread:
      * blocks), keeping it: get() then returns at once.  Throws
      * std::system_error as weft_task_join fails (operation_canceled in a
-     * cancelled task), and invalid_argument for no task. */
+     * cancelled task; device_or_resource_busy while another wait() or
+     * get() for it waits: one waiter at a time, weft/weft.h, "Handles and
+     * ownership"), and invalid_argument for no task. */
     void wait() const
     {
         need_task("weft::task::wait");
@@ -721,8 +798,15 @@ private:
      * destroyed in the room and the task freed, by weft_task_take. */
     void reap() noexcept
     {
-        if (!t_)
-            return;
+        if (t_)
+            reap_held();
+    }
+
+    /* Apart from reap's test, so that the test stays inline in every
+     * destructor (a got task's, the common one) and this does not. */
+    void reap_held() noexcept
+    {
+        detail::eh_carry carry;
         int rc;
         while ((rc = weft_task_take(t_, &detail::drop_outcome<T>, nullptr)) ==
                -ECANCELED)
@@ -820,7 +904,8 @@ void sleep_for(const std::chrono::duration<Rep, Period> &d)
 template <class Clock, class Duration>
 void sleep_until(const std::chrono::time_point<Clock, Duration> &t)
 {
-    sleep_for(t - Clock::now());
+    detail::check(weft_sleep(detail::ns_until(t)),
+                  "weft::this_task::sleep_until");
 }
 
 /* Move the calling task to a worker of p (weft_schedule). */
@@ -908,12 +993,7 @@ public:
     std::cv_status wait_for(std::unique_lock<mutex> &lk,
                             const std::chrono::duration<Rep, Period> &d)
     {
-        int rc = weft_cond_wait_for(&c_, lk.mutex()->native_handle(),
-                                    detail::to_ns(d));
-        if (rc == -ETIMEDOUT)
-            return std::cv_status::timeout;
-        detail::check(rc, "weft::condition_variable::wait_for");
-        return std::cv_status::no_timeout;
+        return wait_ns(lk, detail::to_ns(d));
     }
     /* The predicate's value when it returns: false only at the deadline. */
     template <class Rep, class Period, class Pred>
@@ -921,8 +1001,18 @@ public:
                   const std::chrono::duration<Rep, Period> &d, Pred pred)
     {
         /* One deadline for the whole wait, however many wake-ups: the
-         * monotonic clock, as weft's own. */
-        return wait_until(lk, std::chrono::steady_clock::now() + d,
+         * monotonic clock, as weft's own.  A duration past what the clock
+         * can reach from now is no deadline (to_ns's rule). */
+        using clock = std::chrono::steady_clock;
+        auto now = clock::now();
+        std::uint64_t ns = detail::to_ns(d);
+        auto reach = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            clock::time_point::max() - now);
+        if (ns >= static_cast<std::uint64_t>(reach.count())) {
+            wait(lk, std::move(pred));
+            return true;
+        }
+        return wait_until(lk, now + std::chrono::nanoseconds(ns),
                           std::move(pred));
     }
 
@@ -930,7 +1020,7 @@ public:
     std::cv_status wait_until(std::unique_lock<mutex> &lk,
                               const std::chrono::time_point<Clock, Duration> &t)
     {
-        return wait_for(lk, t - Clock::now());
+        return wait_ns(lk, detail::ns_until(t));
     }
     template <class Clock, class Duration, class Pred>
     bool wait_until(std::unique_lock<mutex> &lk,
@@ -946,6 +1036,15 @@ public:
     weft_cond *native_handle() noexcept { return &c_; }
 
 private:
+    std::cv_status wait_ns(std::unique_lock<mutex> &lk, std::uint64_t ns)
+    {
+        int rc = weft_cond_wait_for(&c_, lk.mutex()->native_handle(), ns);
+        if (rc == -ETIMEDOUT)
+            return std::cv_status::timeout;
+        detail::check(rc, "weft::condition_variable::wait_for");
+        return std::cv_status::no_timeout;
+    }
+
     weft_cond c_;
 };
 

@@ -544,6 +544,77 @@ static void test_exception_migration(void **)
     CLEAN();
 }
 
+/* A task whose callable throws, and whose captures wait when destroyed
+ * (a task<T> still running): the exception still reaches get(), and each
+ * thread's exception state is as it was.  Before, the captures were
+ * destroyed in the body's catch handler: the wait moved the task to the
+ * other worker, current_exception() read that thread's empty state, and
+ * get() rethrew a null exception_ptr (a crash). */
+static void test_throw_with_waiting_captures(void **)
+{
+    weft::pool p{2};
+    for (int i = 0; i < 200; i++) {
+        auto child = weft::spawn(p, [] {
+            weft::this_task::sleep_for(100us);
+            return 1;
+        });
+        auto t = weft::spawn(p, [c = std::move(child)]() mutable -> int {
+            throw my_error("with a child", 0);
+        });
+        try {
+            (void)t.get();
+            fail_msg("no exception");
+        } catch (const my_error &e) {
+            CHECK(std::string(e.what()) == "with a child");
+        }
+    }
+    /* Every worker's count back at 0. */
+    std::vector<weft::task<int>> probes;
+    for (int i = 0; i < 64; i++)
+        probes.push_back(weft::spawn(p, [] {
+            weft::this_task::yield();
+            return std::uncaught_exceptions();
+        }));
+    for (auto &t : probes)
+        CHECK(t.get() == 0);
+    CLEAN();
+}
+
+/* A body that throws while it holds a task<T> still running: that
+ * task's destructor waits as the exception unwinds, and may continue on
+ * the other worker.  The thread's exception state goes with it (the
+ * catch in get() sees the exception; no worker's count of uncaught
+ * exceptions drifts, which it did, to 1 on one and -1 on the other). */
+static void test_unwind_through_waiting_destructor(void **)
+{
+    weft::pool p{2};
+    for (int i = 0; i < 200; i++) {
+        auto t = weft::spawn(p, [&p, i]() -> int {
+            auto child = weft::spawn(p, [] {
+                weft::this_task::sleep_for(100us);
+                return 2;
+            });
+            throw my_error("unwinding", i);
+        });
+        try {
+            (void)t.get();
+            fail_msg("no exception");
+        } catch (const my_error &e) {
+            CHECK(e.where == i);
+        }
+        CHECK(std::uncaught_exceptions() == 0);
+    }
+    std::vector<weft::task<int>> probes;
+    for (int i = 0; i < 64; i++)
+        probes.push_back(weft::spawn(p, [] {
+            weft::this_task::yield();
+            return std::uncaught_exceptions();
+        }));
+    for (auto &t : probes)
+        CHECK(t.get() == 0);
+    CLEAN();
+}
+
 /* ------------------------------------------- wait, get, misuse, cancel */
 
 static void test_wait_get_misuse(void **)
@@ -976,6 +1047,53 @@ static void test_mutex(void **)
 
 /* ----------------------------------------------------- condition variable */
 
+/* Timeouts past what the clock reaches mean no timeout (to_ns's rule),
+ * for the forms that make a deadline too: wait_for with a predicate,
+ * wait_until and try_lock_until with a far time point of a coarse
+ * duration.  Before, now + seconds::max() overflowed, and wait_for
+ * returned false at once. */
+static void test_far_deadlines(void **)
+{
+    weft::pool p{2};
+    weft::mutex m;
+    weft::condition_variable cv;
+    bool ready = false; /* guarded by m */
+    std::unique_lock<weft::mutex> lk(m);
+    /* It takes m only once wait_for has released it: the predicate is
+     * false when the wait starts. */
+    auto setter = weft::spawn(p, [&] {
+        std::lock_guard<weft::mutex> g(m);
+        ready = true;
+        cv.notify_all();
+    });
+    auto t0 = clk::now();
+    assert_true(cv.wait_for(lk, std::chrono::seconds::max(),
+                            [&] { return ready; }));
+    assert_true(ready);
+    lk.unlock();
+    setter.get();
+
+    using far_point = std::chrono::time_point<clk, std::chrono::hours>;
+    lk.lock();
+    ready = false;
+    auto setter2 = weft::spawn(p, [&] {
+        std::lock_guard<weft::mutex> g(m);
+        ready = true;
+        cv.notify_all();
+    });
+    assert_true(cv.wait_until(lk, far_point::max(), [&] { return ready; }));
+    lk.unlock();
+    setter2.get();
+    assert_true(m.try_lock_until(far_point::max()));
+    m.unlock();
+    /* A past time point: no wait. */
+    assert_false(cv.wait_until(lk = std::unique_lock<weft::mutex>(m),
+                               far_point{}, [] { return false; }));
+    lk.unlock();
+    CHECK(ms_since(t0) < 60'000);
+    CLEAN();
+}
+
 static void test_condvar(void **)
 {
     weft::pool p{2};
@@ -1261,6 +1379,8 @@ int main()
         CASE(test_exception_sync_wait),
         CASE(test_exception_copy_move),
         CASE(test_exception_migration),
+        CASE(test_throw_with_waiting_captures),
+        CASE(test_unwind_through_waiting_destructor),
         CASE(test_wait_get_misuse),
         CASE(test_destructor_waits),
         CASE(test_detach),
@@ -1268,6 +1388,7 @@ int main()
         CASE(test_no_allocation),
         CASE(test_this_task),
         CASE(test_mutex),
+        CASE(test_far_deadlines),
         CASE(test_condvar),
         CASE(test_channel),
         CASE(test_io),
