@@ -565,8 +565,11 @@ struct frame {
 template <class F, class... Args>
 using call_t = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
 
+/* What a task of f(args...) gives: f's result without const (a function
+ * may return a const value; its task's get() gives a value to move). */
 template <class F, class... Args>
-using result_t = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+using result_t = std::remove_cv_t<
+    std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>>;
 
 /* weft_spawn_with's fill for spawn: makes the header and, with `make`,
  * the call in the room, before the task is queued.  fill runs inside the
@@ -1059,7 +1062,9 @@ enum class channel_status {
 };
 
 /*
- * channel<T> - weft_chan of T, for any move-constructible T.  A T that is
+ * channel<T> - weft_chan of T, for any move-constructible T (the calls
+ * that take a T&, try_send, send_for, try_recv and recv_for, need it
+ * move-assignable as well: they assign to it).  A T that is
  * trivially copyable and fits a pointer travels in the C channel's void *
  * itself; any other is moved into one allocation per value (new T), which
  * the receive moves out of and frees.  Capacity 0 is a rendezvous.
@@ -1109,10 +1114,15 @@ public:
             return false;
         detail::throw_error(rc, "weft::channel::send");
     }
-    channel_status try_send(T &v) { return send_status(v, 0, true); }
+    channel_status try_send(T &v)
+    {
+        need_assignable();
+        return send_status(v, 0, true);
+    }
     template <class Rep, class Period>
     channel_status send_for(T &v, const std::chrono::duration<Rep, Period> &d)
     {
+        need_assignable();
         return send_status(v, detail::to_ns(d), false);
     }
 
@@ -1126,10 +1136,15 @@ public:
         detail::check(rc, "weft::channel::recv");
         return std::optional<T>(unbox(p));
     }
-    channel_status try_recv(T &out) { return recv_status(out, 0, true); }
+    channel_status try_recv(T &out)
+    {
+        need_assignable();
+        return recv_status(out, 0, true);
+    }
     template <class Rep, class Period>
     channel_status recv_for(T &out, const std::chrono::duration<Rep, Period> &d)
     {
+        need_assignable();
         return recv_status(out, detail::to_ns(d), false);
     }
 
@@ -1172,6 +1187,12 @@ public:
     weft_chan *native_handle() noexcept { return ch_; }
 
 private:
+    static constexpr void need_assignable()
+    {
+        static_assert(std::is_move_assignable_v<T>,
+                      "weft::channel<T>: try_send, send_for, try_recv and "
+                      "recv_for assign to their T&: use send and recv");
+    }
     static void *box(T &&v)
     {
         if constexpr (inline_value) {
@@ -1185,9 +1206,14 @@ private:
     static T unbox(void *p)
     {
         if constexpr (inline_value) {
-            T v;
-            std::memcpy(&v, &p, sizeof(T));
-            return v;
+            /* Trivially copyable: its bytes make it, no constructor
+             * needed (T may have no default one). */
+            union bytes {
+                bytes() {}
+                T v;
+            } b;
+            std::memcpy(static_cast<void *>(&b.v), &p, sizeof(T));
+            return b.v;
         } else {
             T *b = static_cast<T *>(p);
             T v(std::move(*b));

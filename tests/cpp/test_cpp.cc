@@ -1246,6 +1246,38 @@ static void test_channel(void **)
     }
     assert_int_equal(tracked::live.load(), 0);
     {
+        /* Types the plain send and recv take that have no default
+         * constructor, or no assignment: a trivially copyable pair that
+         * travels in the pointer, a reference_wrapper, a struct with a
+         * const member. */
+        struct point {
+            point(int a, int b) : x(a), y(b) {}
+            int x, y;
+        };
+        struct named {
+            const std::string name;
+        };
+        int target = 5;
+        weft::channel<point> pts(1);
+        weft::channel<std::reference_wrapper<int>> refs(1);
+        weft::channel<named> names(1);
+        assert_true(pts.send(point(3, -4)));
+        assert_true(refs.send(std::ref(target)));
+        assert_true(names.send(named{"const"}));
+        auto pt = pts.recv();
+        assert_true(pt && pt->x == 3 && pt->y == -4);
+        auto r = refs.recv();
+        assert_true(r && &r->get() == &target);
+        auto nm = names.recv();
+        assert_true(nm && nm->name == "const");
+    }
+    {
+        /* A task whose function returns a const value gives a plain one. */
+        auto t = weft::spawn(p, []() -> const std::string { return "c"; });
+        static_assert(std::is_same_v<decltype(t), weft::task<std::string>>);
+        assert_string_equal(t.get().c_str(), "c");
+    }
+    {
         /* A cancelled receiver's wait throws. */
         weft::channel<int> ch;
         auto c = weft::spawn(p, [&ch] {
