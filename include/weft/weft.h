@@ -43,7 +43,8 @@
  * nanoseconds (of CLOCK_MONOTONIC) have passed since the call began, for
  * the whole call however many waits it makes, in every context (a plain
  * thread too).  A timeout of 0 never waits: the call does what it can at
- * once and returns -ETIMEDOUT where it would have had to wait.  UINT64_MAX
+ * once and returns -ETIMEDOUT where it would have had to wait, in a
+ * cancelled task as well (it would not have parked).  UINT64_MAX
  * is no limit.  The exceptions: weft_sleep, which is a timed wait itself;
  * weft_sync_wait, which has no _for form (the thread that calls it may be
  * the one running the task, which cannot be left at a deadline), nor has

@@ -530,10 +530,12 @@ WEFT_EXPORT int weft_blocking_for(weft_fn fn, void *arg, void **result,
 {
     if (!fn)
         return -EINVAL;
-    if (weft__cancelled())
-        return -ECANCELED;
+    /* First: timeout 0 never waits, in a cancelled task too (weft/weft.h,
+     * "Timeouts"). */
     if (timeout_ns == 0)
         return -ETIMEDOUT; /* fn cannot run without the caller waiting */
+    if (weft__cancelled())
+        return -ECANCELED;
     if (timeout_ns == UINT64_MAX)
         return weft_blocking(fn, arg, result);
     return offload(fn, arg, result, weft__deadline_after(timeout_ns));

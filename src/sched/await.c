@@ -380,6 +380,11 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
 
     if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
         WEFT__WAITER_DONE) {
+        /* Timeout 0 never waits, so a cancelled task gets its
+         * -ETIMEDOUT too (weft/weft.h, "Timeouts"); a lazy t does not
+         * start. */
+        if (nowait)
+            return -ETIMEDOUT;
         /* A cancelled task starts no wait, and running its body here
          * could be one (its waits are its own, not ours, to cancel). */
         if (atomic_load_explicit(&weft__task_body(self)->cancelled,
@@ -395,8 +400,6 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
             retire_stale();
             return 0;
         }
-        if (nowait)
-            return -ETIMEDOUT;
         /* A blocking point: cancellable from here on.  The wait names the
          * handle, which lives as long as we hold it (wait.c's description
          * reads its id). */

@@ -2852,6 +2852,33 @@ static int blocking_for_zero(void)
     return rc;
 }
 
+/* Timeout 0 never waits, so a cancelled task gets its -ETIMEDOUT as
+ * well (weft.h, "Timeouts"), as the other _for calls give it. */
+static int blocking_for_zero_cancelled(void)
+{
+    cancel_self();
+    return blocking_for_zero();
+}
+
+static int await_for_zero_cancelled(void)
+{
+    weft_task *t = spawn_held();
+    cancel_self();
+    void *r = OLD;
+    int rc = weft_await_for(t, &r, 0);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int await_all_for_zero_cancelled(void)
+{
+    weft_task *ts[1] = {spawn_held()};
+    cancel_self();
+    int rc = weft_await_all_for(ts, 1, NULL, 0);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
 /* Item 3: a call with nothing to wait for completes, cancelled or not. */
 static int sleep_zero_cancelled(void)
 {
@@ -3511,6 +3538,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_await_for, "on a plain thread (not consumed)", -EPERM, PLAIN, await_for_plain, after_pending),
     ROW_AFTER(weft_await_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_for_timeout, after_release),
     ROW_AFTER(weft_await_for, "still running, timeout 0 (not consumed)", -ETIMEDOUT, TASK, await_for_zero, after_release),
+    ROW_AFTER(weft_await_for, "still running, timeout 0, in a cancelled task (not consumed)", -ETIMEDOUT, TASK, await_for_zero_cancelled, after_release),
     {"weft_await_for", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_FOR_LAZY_NOMEM, after_pending, true},
     ROW_AFTER(weft_await_for, "another wait for it parked (not consumed)", -EBUSY, TASK, await_for_busy, after_release_joined),
     {"weft_await_for", "a lazy task, no memory for the timer (it did not start)", -ENOMEM, NULL, FRESH, AWAIT_FOR_LAZY_TIMER_NOMEM, NULL, true},
@@ -3525,6 +3553,7 @@ static const struct row rows[] = {
     ROW(weft_await_all, "`n` 0, on a plain thread", -EPERM, PLAIN, await_all_none),
     ROW_AFTER(weft_await_all, "in a cancelled task, the first ended, the second running (neither consumed)", -ECANCELED, TASK, await_all_cancelled_after_one, after_both),
     ROW_AFTER(weft_await_all_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_all_for_timeout, after_release),
+    ROW_AFTER(weft_await_all_for, "still running, timeout 0, in a cancelled task (not consumed)", -ETIMEDOUT, TASK, await_all_for_zero_cancelled, after_release),
     ROW_AFTER(weft_await_all, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_busy, after_release_joined),
     ROW_AFTER(weft_await_all_for, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_for_busy, after_release_joined),
     NOMEM(weft_await_all_for, "no memory for the timer (not consumed)", FRESH, await_all_for_nomem),
@@ -3577,6 +3606,7 @@ static const struct row rows[] = {
     ROW(weft_blocking_for, "`fn` runs longer than the timeout", -ETIMEDOUT, TASK, blocking_for_timeout),
     ROW(weft_blocking_for, "`fn` runs longer than the timeout, on a plain thread", -ETIMEDOUT, PLAIN, blocking_for_timeout),
     ROW(weft_blocking_for, "timeout 0, on a plain thread (`fn` does not run)", -ETIMEDOUT, PLAIN, blocking_for_zero),
+    ROW(weft_blocking_for, "timeout 0, in a cancelled task (`fn` does not run)", -ETIMEDOUT, TASK, blocking_for_zero_cancelled),
     {"weft_blocking_for", "no memory for the timer (`fn` never runs)", -ENOMEM, NULL, FRESH, BLOCKING_FOR_TIMER_NOMEM, NULL, true},
     ROW(weft_blocking, "every thread busy past the queue bound (`fn` never runs)", -EAGAIN, TASK, blocking_queue_bound),
     {"weft_blocking", "no thread exists and none can be started", -EAGAIN, NULL, TASK, BLOCKING_NO_THREAD, NULL, true},
