@@ -28,7 +28,24 @@
  * transfer), a coroutine may be running on another thread.  Do not keep the
  * address of a thread_local (or errno) across such a call; weft's own
  * accessors (weft_coro_current) read their thread-local state afresh on
- * every call.
+ * every call.  Nor a thread's identity: glibc declares pthread_self()
+ * const, so the compiler may reuse a value it read before the switch
+ * (call it through a volatile function pointer where it matters).
+ *
+ * Floating point: the control state (x86_64: MXCSR's rounding, flush and
+ * exception-mask bits and the x87 control word; AArch64: FPCR) is each
+ * coroutine's own, saved and restored by every switch, as the ABI keeps it
+ * across a call; a new coroutine starts with its creator's, as at
+ * weft_coro_create.  The exception flags are not kept (the ABI does not
+ * keep them across a call either): test them before a switch.
+ *
+ * Stacks: stack_size is rounded up to whole pages; the coroutine's own
+ * record and name and a stagger of up to 448 bytes (so that stacks do not
+ * all start at the same cache-set offset) take about 1 KiB of its top.
+ * Below the stack is one guard page: a single frame larger than a page
+ * can step over it, unless the code is built with
+ * -fstack-clash-protection (Debian's gcc 12 does not enable it by
+ * default), which touches each page of a large frame in turn.
  *
  * Ownership: the caller owns the weft_coro made by create until it passes it
  * to weft_coro_destroy.  `name` is copied.

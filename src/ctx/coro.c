@@ -285,6 +285,7 @@ WEFT_EXPORT int weft_coro_resume(weft_coro *co, void *in, void **out)
 static inline int switch_out(struct weft_coro *self, struct weft_coro *to,
                              void **slot, void *val, void **in)
 {
+    weft__san_publish(&self->state);
     weft__san_switch(weft__san_of(self), weft__san_of(to));
     /* Publishes SUSPENDED to self->state (WEFT__CTX_PUBLISH, coro.h). */
     int back = slot == &self->resumer_sp

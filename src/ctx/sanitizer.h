@@ -122,6 +122,7 @@ void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 void __tsan_func_exit(void);
+void __tsan_release(void *addr);
 #endif
 
 #ifdef WEFT_ASAN
@@ -218,6 +219,24 @@ static inline void weft__san_stack_unmapped(const weft__stack *s)
  * of those functions.
  */
 #define WEFT__SAN_INLINE static inline __attribute__((always_inline))
+
+/*
+ * Right before weft__san_switch, for a switch that publishes the leaving
+ * context's state word (SUSPENDED: a yield, a transfer).  The switch's
+ * store is a plain one in assembly, which TSan does not see; a resume
+ * from another thread claims the context with an acquire on that word
+ * (claim.h's slow claim), and without a release there to pair with TSan
+ * took what the leaving context wrote (its resumer, its resumer's slot)
+ * and the next owner's writes of the same fields for a race
+ * (tests/test_coro_threads.c, test_resume_race_unordered).
+ */
+WEFT__SAN_INLINE void weft__san_publish(void *state)
+{
+#ifdef WEFT_TSAN
+    __tsan_release(state);
+#endif
+    (void)state;
+}
 
 /* Right before a jump from `from`, which will be resumed later, to `to`. */
 WEFT__SAN_INLINE void weft__san_switch(struct weft__san_fiber *from,
