@@ -243,7 +243,8 @@ WEFT_API int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns);
  * NULL.  All or nothing: on an error no handle is consumed, ts and results
  * are untouched, and the tasks that ended meanwhile can still be awaited
  * (at once).  Returns 0, -EPERM (not in a task, n == 0 too), -EINVAL (ts
- * NULL with n > 0, a NULL handle, or the calling task's own), -ENOMEM (a
+ * NULL with n > 0, a NULL handle, or the calling task's own; or a handle
+ * given twice, found once all have ended), -ENOMEM (a
  * lazy one could get no stack), -ECANCELED, -EBUSY (another wait for one
  * of them is parked).
  */

@@ -523,6 +523,22 @@ static int await_all_until(weft_task **ts, size_t n, void **results,
         if (err)
             return err;
     }
+    /* Each handle once: one given twice would be consumed twice.  Found
+     * now, when all have ended (waiting again for an ended task returns
+     * at once), in one pass and no memory: each slot is marked, and a
+     * mark already there is a repeat.  Relaxed stores: once DONE, the
+     * slot is only its holder's, ours. */
+    for (size_t i = 0; i < n; i++) {
+        if (atomic_load_explicit(&ts[i]->waiter, memory_order_relaxed) ==
+            WEFT__WAITER_SEEN) {
+            for (size_t j = 0; j < i; j++)
+                atomic_store_explicit(&ts[j]->waiter, WEFT__WAITER_DONE,
+                                      memory_order_relaxed);
+            return -EINVAL;
+        }
+        atomic_store_explicit(&ts[i]->waiter, WEFT__WAITER_SEEN,
+                              memory_order_relaxed);
+    }
     for (size_t i = 0; i < n; i++) {
         weft__task_consume(ts[i], results ? &results[i] : NULL);
         ts[i] = NULL;

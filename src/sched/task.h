@@ -76,6 +76,9 @@ enum {
 /* The waiter slot: NULL, the COMPLETE mark, an awaiting task, or a thread
  * waiting in weft_sync_wait (its driver, tagged with bit 0). */
 #define WEFT__WAITER_DONE ((uintptr_t)2)
+/* An ended task's slot, marked by weft_await_all's check for a handle
+ * given twice (await.c). */
+#define WEFT__WAITER_SEEN ((uintptr_t)3)
 #define WEFT__WAITER_THREAD ((uintptr_t)1)
 
 struct weft__driver;

@@ -2888,6 +2888,24 @@ static int sleep_zero_cancelled(void)
 
 /* Item 4: the calling task's own handle after another's: nothing is
  * consumed (after_pending takes the other). */
+static int await_all_twice(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    weft_task *other;
+    CHECK_EQ(weft_spawn(&other, g_pool, times3, P(1), NULL), 0);
+    weft_task *ts[3] = {g_pending, other, g_pending};
+    void *rs[3] = {OLD, OLD, OLD};
+    int rc = weft_await_all(ts, 3, rs);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    CHECK_PTR_EQ(ts[1], other);
+    CHECK_PTR_EQ(rs[0], OLD);
+    /* Neither consumed: both can still be awaited (at once). */
+    void *r = OLD;
+    CHECK_EQ(weft_await(other, &r), 0);
+    CHECK_EQ(I(r), 3);
+    return rc;
+}
+
 static int await_all_own_handle(void)
 {
     CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
@@ -3550,6 +3568,7 @@ static const struct row rows[] = {
               PLAIN, await_all_spawned, after_pending),
     ROW_AFTER(weft_await_all, "in a cancelled task (none consumed)", -ECANCELED, TASK, await_all_cancelled, after_release),
     ROW_AFTER(weft_await_all, "the calling task's own handle after another (none consumed)", -EINVAL, TASK, await_all_own_handle, after_pending),
+    ROW_AFTER(weft_await_all, "a handle given twice (none consumed)", -EINVAL, TASK, await_all_twice, after_pending),
     ROW(weft_await_all, "`n` 0, on a plain thread", -EPERM, PLAIN, await_all_none),
     ROW_AFTER(weft_await_all, "in a cancelled task, the first ended, the second running (neither consumed)", -ECANCELED, TASK, await_all_cancelled_after_one, after_both),
     ROW_AFTER(weft_await_all_for, "still running after 2 ms (not consumed)", -ETIMEDOUT, TASK, await_all_for_timeout, after_release),
