@@ -8,7 +8,8 @@
  * semantics are kept where MSG_DONTWAIT would change them: a blocking
  * send returns only once everything is queued (or at its timeout, a
  * cancel or an error, with the count sent so far if any), so the hooked
- * one loops over partial sends; recv with MSG_WAITALL likewise.  read,
+ * one loops over partial sends; recv, recvfrom and recvmsg with
+ * MSG_WAITALL on a stream socket likewise.  read,
  * write, readv and writev on a socket are recv, send, recvmsg and sendmsg
  * without flags; on anything else (hook/fdkind.h) they are libc's.
  */
@@ -19,6 +20,7 @@
 #include <weft/io.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,10 @@ struct sock_op {
     const struct sockaddr *to;   /* sendto */
     socklen_t tolen;
     struct msghdr *msg;          /* recvmsg, sendmsg */
+    /* recvmsg_all: what the first receive that moved bytes said */
+    bool have_first;
+    size_t first_controllen;
+    int first_flags;
 };
 
 enum { OP_RECV, OP_RECVFROM, OP_RECVMSG, OP_SEND, OP_SENDTO, OP_SENDMSG };
@@ -80,6 +86,16 @@ static void op_advance(struct sock_op *op, size_t n)
     if (n && op->kind == OP_SENDMSG) {
         /* The kernel sent the ancillary data (SCM_RIGHTS...) with the
          * first bytes: the rest goes without it. */
+        m->msg_control = NULL;
+        m->msg_controllen = 0;
+    }
+    if (n && op->kind == OP_RECVMSG && !op->have_first) {
+        /* The ancillary data came with the first bytes (recvmsg_all):
+         * the rest is read with no buffer for more, which would write
+         * over it. */
+        op->have_first = true;
+        op->first_controllen = m->msg_controllen;
+        op->first_flags = m->msg_flags;
         m->msg_control = NULL;
         m->msg_controllen = 0;
     }
@@ -232,13 +248,29 @@ static inline bool hook_flags(int flags)
     return !(flags & MSG_DONTWAIT) && weft__hook_here();
 }
 
+/* Whether a receive waits for all it asked: MSG_WAITALL, on a stream
+ * (the kernel ignores it for datagrams).  One getsockopt, for the rare
+ * receive that asks. */
+static bool wait_all(int fd, int flags)
+{
+    if (!(flags & MSG_WAITALL))
+        return false;
+    int entry_errno = errno;
+    int type = 0;
+    socklen_t len = sizeof type;
+    bool stream = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+                  type == SOCK_STREAM;
+    errno = entry_errno;
+    return stream;
+}
+
 HOOK_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     if (!hook_flags(flags))
         return REAL(recv)(fd, buf, len, flags);
     struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len,
                          .flags = flags};
-    return sock_loop(fd, &op, flags & MSG_WAITALL, parks_first(fd));
+    return sock_loop(fd, &op, wait_all(fd, flags), parks_first(fd));
 }
 
 HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -248,7 +280,7 @@ HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
         return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct sock_op op = {.kind = OP_RECVFROM, .buf = buf, .len = len,
                          .flags = flags, .from = from, .fromlen = fromlen};
-    return sock_loop(fd, &op, false, false);
+    return sock_loop(fd, &op, wait_all(fd, flags), false);
 }
 
 /* fds received with SCM_RIGHTS are new numbers, perhaps of files the
@@ -271,11 +303,15 @@ static void received_fds(const struct msghdr *msg, ssize_t r)
     }
 }
 
+static ssize_t recvmsg_all(int fd, struct msghdr *msg, int flags);
+
 HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     ssize_t r;
     if (!hook_flags(flags)) {
         r = REAL(recvmsg)(fd, msg, flags);
+    } else if (wait_all(fd, flags)) {
+        r = recvmsg_all(fd, msg, flags);
     } else {
         struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
         r = sock_loop(fd, &op, false, false);
@@ -327,6 +363,37 @@ static ssize_t sendmsg_loop(int fd, const struct msghdr *msg, int flags)
         free(iov);
         errno = e;
     }
+    return r;
+}
+
+/* recvmsg with MSG_WAITALL on a stream: as sendmsg_loop, on a copy of
+ * the iovecs.  The ancillary data comes with the first bytes, as the
+ * kernel's own loop gives it: what the caller's msghdr gets back (the
+ * control length, the flags) is that of the first receive that moved
+ * bytes, or of the last one if none did. */
+static ssize_t recvmsg_all(int fd, struct msghdr *msg, int flags)
+{
+    struct iovec local[IOV_ON_STACK];
+    struct iovec *iov = local;
+    size_t n = msg->msg_iovlen;
+    if (n > IOV_ON_STACK) {
+        iov = malloc(n * sizeof *iov);
+        if (!iov) /* libc's call then: it blocks the worker */
+            return REAL(recvmsg)(fd, msg, flags);
+    }
+    memcpy(iov, msg->msg_iov, n * sizeof *iov);
+    struct msghdr m = *msg;
+    m.msg_iov = iov;
+    struct sock_op op = {.kind = OP_RECVMSG, .msg = &m, .flags = flags};
+    ssize_t r = sock_loop(fd, &op, true, false);
+    int e = errno;
+    msg->msg_namelen = m.msg_namelen;
+    msg->msg_controllen = op.have_first ? op.first_controllen
+                                        : m.msg_controllen;
+    msg->msg_flags = op.have_first ? op.first_flags : m.msg_flags;
+    if (iov != local)
+        free(iov);
+    errno = e;
     return r;
 }
 
@@ -409,7 +476,10 @@ HOOK_API ssize_t write(int fd, const void *buf, size_t len)
 
 HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    if (!maybe_socket(fd) || iovcnt < 0 || waits_for_mark(fd))
+    /* A count libc refuses (EINVAL) is libc's to refuse: recvmsg's own
+     * error for it would be EMSGSIZE. */
+    if (!maybe_socket(fd) || iovcnt < 0 || iovcnt > IOV_MAX ||
+        waits_for_mark(fd))
         return REAL(readv)(fd, iov, iovcnt);
     struct msghdr m = {.msg_iov = (struct iovec *)iov,
                        .msg_iovlen = (size_t)iovcnt};
@@ -429,7 +499,7 @@ HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 HOOK_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    if (!maybe_socket(fd) || iovcnt < 0)
+    if (!maybe_socket(fd) || iovcnt < 0 || iovcnt > IOV_MAX) /* as readv */
         return REAL(writev)(fd, iov, iovcnt);
     struct msghdr m = {.msg_iov = (struct iovec *)iov,
                        .msg_iovlen = (size_t)iovcnt};

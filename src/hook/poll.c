@@ -29,29 +29,46 @@
 
 void __chk_fail(void) __attribute__((noreturn));
 
-/* weft's readiness bits for poll's events; 0 if it asks for none of
- * them (only errors and hang-ups, which poll always reports). */
+/* The events weft's own wait watches exactly (WEFT_IN, WEFT_OUT).  Any
+ * other (urgent data, a peer's half close, the band bits) needs the
+ * private epoll, which watches each bit as asked: mapped onto WEFT_IN, a
+ * POLLRDHUP-only poll of a socket with unread data woke at once, found
+ * nothing on its look, and parked again, spinning for the timeout. */
+#define WEFT_EXACT (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM)
+
+/* weft's readiness bits for poll's events (WEFT_EXACT's only); 0 if it
+ * asks for none of them (only errors and hang-ups, which poll always
+ * reports). */
 static unsigned weft_events(short events)
 {
     unsigned e = 0;
-    if (events & (POLLIN | POLLPRI | POLLRDNORM | POLLRDBAND | POLLRDHUP))
+    if (events & (POLLIN | POLLRDNORM))
         e |= WEFT_IN;
-    if (events & (POLLOUT | POLLWRNORM | POLLWRBAND))
+    if (events & (POLLOUT | POLLWRNORM))
         e |= WEFT_OUT;
     return e;
 }
 
+/* epoll's bits are poll's, bit for bit (and it watches each as asked). */
 static uint32_t epoll_events(short events)
 {
     uint32_t e = 0;
-    if (events & (POLLIN | POLLRDNORM | POLLRDBAND))
+    if (events & POLLIN)
         e |= EPOLLIN;
+    if (events & POLLRDNORM)
+        e |= EPOLLRDNORM;
+    if (events & POLLRDBAND)
+        e |= EPOLLRDBAND;
     if (events & POLLPRI)
         e |= EPOLLPRI;
     if (events & POLLRDHUP)
         e |= EPOLLRDHUP;
-    if (events & (POLLOUT | POLLWRNORM | POLLWRBAND))
+    if (events & POLLOUT)
         e |= EPOLLOUT;
+    if (events & POLLWRNORM)
+        e |= EPOLLWRNORM;
+    if (events & POLLWRBAND)
+        e |= EPOLLWRBAND;
     return e;
 }
 
@@ -116,11 +133,12 @@ static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
         return 0;
     }
     /* The private epoll also for one fd whose events weft's wait does
-     * not watch: urgent data (POLLPRI), or none but errors. */
-    bool pri = false;
+     * not watch exactly (WEFT_EXACT), or none but errors. */
+    bool inexact = false;
     for (nfds_t i = 0; i < n; i++)
-        pri = pri || (fds[i].fd >= 0 && (fds[i].events & POLLPRI));
-    if (live > 1 || events == 0 || pri) {
+        inexact = inexact ||
+                  (fds[i].fd >= 0 && (fds[i].events & ~WEFT_EXACT));
+    if (live > 1 || events == 0 || inexact) {
         ep = epoll_of(fds, n);
         if (ep < 0)
             goto blocking;

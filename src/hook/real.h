@@ -52,6 +52,7 @@ struct weft_hook_real {
                        char *, socklen_t, int);
     int (*pthread_mutex_lock)(pthread_mutex_t *);
     int (*pthread_mutex_trylock)(pthread_mutex_t *);
+    int (*pthread_mutex_unlock)(pthread_mutex_t *);
     int (*close)(int);
     int (*socket)(int, int, int);
     int (*socketpair)(int, int, int, int[2]);

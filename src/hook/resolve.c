@@ -9,15 +9,19 @@
  *
  * A cancel ends the wait at once (EAI_SYSTEM, errno ECANCELED) while the
  * lookup runs on to its end on its thread, so the request lives on the
- * heap, with copies of the inputs, and a state word says who frees it:
- * the task, unless the lookup runs when the task gives it up (exchange to
- * ABANDONED sees RUNNING), and then the lookup's thread, whose move from
- * RUNNING to DONE fails; an abandoned result is freed with it.  Without
+ * heap, with copies of the inputs, and says who frees it.  A cancel that
+ * came before a blocking thread took the call: run never runs, and the
+ * task frees it (weft__hook_blocking says which).  After: run runs, and a
+ * state word decides: the task, if the exchange by which it gives the
+ * request up sees DONE; else run's thread, whose move to RUNNING (not
+ * started yet) or from RUNNING to DONE then fails.  An abandoned result
+ * is freed with it.  Without
  * a blocking thread (none could start, no memory) the call is libc's,
  * blocking the worker.
  */
 #include "hook/real.h"
 #include "hook/wait.h"
+#include "io/hook.h"
 
 #include <weft/blocking.h>
 
@@ -68,7 +72,7 @@ static void *run(void *arg)
     if (!atomic_compare_exchange_strong_explicit(&l->state, &idle, RUNNING,
                                                  memory_order_acq_rel,
                                                  memory_order_acquire)) {
-        lookup_free(l); /* given up before it started */
+        lookup_free(l); /* given up as its thread took it: ours */
         return NULL;
     }
     if (l->name_info)
@@ -96,15 +100,18 @@ static int offload(struct lookup *l)
 {
     atomic_init(&l->state, IDLE);
     weft__hook_pin();
-    int r = weft_blocking(run, l, NULL);
+    bool runs;
+    int r = weft__hook_blocking(run, l, NULL, &runs);
     weft__hook_unpin();
     if (r == 0)
         return 1;
     if (r != -ECANCELED)
         return 0; /* -ENOMEM, -EAGAIN: run never started */
-    if (atomic_exchange_explicit(&l->state, ABANDONED,
-                                 memory_order_acq_rel) != RUNNING)
-        lookup_free(l); /* never started, or done already */
+    /* acq_rel: DONE's result writes are seen before the free; a run that
+     * fails its move sees the state the free's side left. */
+    if (!runs || atomic_exchange_explicit(&l->state, ABANDONED,
+                                          memory_order_acq_rel) == DONE)
+        lookup_free(l); /* run never runs, or it has ended */
     return -1;
 }
 
@@ -161,9 +168,13 @@ HOOK_API int getaddrinfo(const char *node, const char *service,
             lookup_free(l);
         return REAL(getaddrinfo)(node, service, hints, res);
     }
+    /* Other tasks run on this thread while we park, and set its errno:
+     * a call that does not fail with EAI_SYSTEM leaves it as it was. */
+    int saved = errno;
     int o = offload(l);
     if (o == 0) {
         lookup_free(l);
+        errno = saved;
         return REAL(getaddrinfo)(node, service, hints, res);
     }
     if (o < 0) {
@@ -173,8 +184,7 @@ HOOK_API int getaddrinfo(const char *node, const char *service,
     int rc = l->rc;
     *res = l->res;
     l->res = NULL;
-    if (rc == EAI_SYSTEM)
-        errno = l->err;
+    errno = rc == EAI_SYSTEM ? l->err : saved;
     lookup_free(l);
     return rc;
 }
@@ -206,9 +216,11 @@ HOOK_API int getnameinfo(const struct sockaddr *sa, socklen_t salen,
         return REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen,
                                  flags);
     }
+    int saved = errno; /* as in getaddrinfo */
     int o = offload(l);
     if (o == 0) {
         lookup_free(l);
+        errno = saved;
         return REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen,
                                  flags);
     }
@@ -222,9 +234,8 @@ HOOK_API int getnameinfo(const struct sockaddr *sa, socklen_t salen,
             memcpy(host, l->host, hostlen);
         if (l->serv)
             memcpy(serv, l->serv, servlen);
-    } else if (rc == EAI_SYSTEM) {
-        errno = l->err;
     }
+    errno = rc == EAI_SYSTEM ? l->err : saved;
     lookup_free(l);
     return rc;
 }

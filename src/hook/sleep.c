@@ -21,11 +21,14 @@ static struct timespec ts_of(uint64_t ns)
 }
 
 /* Sleep ns; 0, or the error (ECANCELED...) with *left the time not
- * slept. */
+ * slept.  errno as it was: other tasks run on this thread meanwhile, and
+ * a sleep that succeeds leaves it alone (docs/foreign.md). */
 static int sleep_ns(uint64_t ns, uint64_t *left)
 {
+    int saved = errno;
     uint64_t start = hook_now();
     int r = hook_sleep(ns);
+    errno = saved;
     if (r == 0)
         return 0;
     uint64_t slept = hook_now() - start;

@@ -56,6 +56,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "io/blocking_threads.h"
+#include "io/hook.h"
 #include "sched/task.h"
 #include "sched/wait.h"
 
@@ -439,7 +440,8 @@ unsigned weft__blocking_threads(void)
  * in a task (parked) or on a plain thread (blocked): the top of this file
  * has the request's life.
  */
-static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
+static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline,
+                   bool *runs)
 {
     pthread_once(&g.once, setup);
     struct weft__wait w;
@@ -481,6 +483,8 @@ static int offload(weft_fn fn, void *arg, void **result, uint64_t deadline)
     default: /* RUNNING: fn runs on; its thread frees the record */
         r->abandoned = true;
         r = NULL;
+        if (runs)
+            *runs = true;
         rc = weft__wait_error(&w, outcome);
         break;
     }
@@ -518,7 +522,19 @@ WEFT_EXPORT int weft_blocking(weft_fn fn, void *arg, void **result)
     if (!fn)
         return -EINVAL;
     if (weft__task_current())
-        return offload(fn, arg, result, 0);
+        return offload(fn, arg, result, 0, NULL);
+    void *v = fn(arg);
+    if (result)
+        *result = v;
+    return 0;
+}
+
+WEFT_EXPORT int weft__hook_blocking(weft_fn fn, void *arg, void **result,
+                                    bool *runs)
+{
+    *runs = false;
+    if (weft__task_current())
+        return offload(fn, arg, result, 0, runs);
     void *v = fn(arg);
     if (result)
         *result = v;
@@ -538,5 +554,5 @@ WEFT_EXPORT int weft_blocking_for(weft_fn fn, void *arg, void **result,
         return -ECANCELED;
     if (timeout_ns == UINT64_MAX)
         return weft_blocking(fn, arg, result);
-    return offload(fn, arg, result, weft__deadline_after(timeout_ns));
+    return offload(fn, arg, result, weft__deadline_after(timeout_ns), NULL);
 }

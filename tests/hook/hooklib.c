@@ -42,11 +42,18 @@ int hooklib_read_errno(int fd, int use_recv, char *buf, ssize_t *ret,
     return *e;
 }
 
-ssize_t hooklib_locked_recv(pthread_mutex_t *m, int fd, char *out)
+ssize_t hooklib_locked_recv(pthread_mutex_t *m, int depth, int fd,
+                            char *out, atomic_int *holders,
+                            atomic_int *overlaps)
 {
-    if (pthread_mutex_lock(m) != 0)
-        return -2;
+    for (int i = 0; i < depth; i++)
+        if (pthread_mutex_lock(m) != 0)
+            return -2;
+    if (atomic_fetch_add(holders, 1) > 0)
+        atomic_fetch_add(overlaps, 1);
     ssize_t r = recv(fd, out, 1, 0);
-    pthread_mutex_unlock(m);
+    atomic_fetch_sub(holders, 1);
+    for (int i = 0; i < depth; i++)
+        pthread_mutex_unlock(m);
     return r;
 }

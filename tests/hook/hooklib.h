@@ -7,6 +7,7 @@
 #define HOOKLIB_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,10 +27,15 @@ int hooklib_read_errno(int fd, int use_recv, char *buf, ssize_t *ret,
                        struct hooklib_ids *ids);
 
 /*
- * hooklib_locked_recv - lock m, recv(2) one byte from blocking fd into
- * *out, unlock m.  Returns recv's return value.
+ * hooklib_locked_recv - lock m `depth` times (a recursive mutex: more
+ * than once), recv(2) one byte from blocking fd into *out, unlock as many
+ * times.  Inside, *holders counts the callers in there at once, and
+ * *overlaps how often one came in while another was.  Returns recv's
+ * return value.
  */
-ssize_t hooklib_locked_recv(pthread_mutex_t *m, int fd, char *out);
+ssize_t hooklib_locked_recv(pthread_mutex_t *m, int depth, int fd,
+                            char *out, atomic_int *holders,
+                            atomic_int *overlaps);
 
 /*
  * hooklib_set_nonblock_lfs - set (on) or clear O_NONBLOCK on fd with

@@ -27,6 +27,7 @@
 #include "hk.h"
 #include "hooklib.h"
 
+#include <limits.h>
 #include <netinet/tcp.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
@@ -1413,6 +1414,109 @@ static void test_oob(void **state)
     run_case(oob);
 }
 
+/* MSG_WAITALL on a stream: recv, recvfrom and recvmsg each wait for all
+ * 100 bytes, the first 10 of which are there at the call and the rest
+ * come once the task is parked; on a datagram socket it means nothing
+ * (the kernel ignores it) and a shorter datagram ends the call. */
+struct waitall_run {
+    weft_pool *pool;
+    int sv[2];
+    atomic_int round;
+};
+
+static void *waitall_feeder(void *arg)
+{
+    struct waitall_run *r = arg;
+    char buf[90];
+    memset(buf, 'x', sizeof buf);
+    for (int k = 1; k <= 3; k++) {
+        while (atomic_load(&r->round) != k)
+            sched_yield();
+        CHECK_EQ(write(r->sv[1], buf, 10), 10);
+        if (HK_HOOKED)
+            hk_wait_poll_waits(r->pool, 1); /* parked for the rest */
+        CHECK_EQ(write(r->sv[1], buf, 90), 90);
+    }
+    return NULL;
+}
+
+static void *waitall_body(void *arg)
+{
+    struct waitall_run *r = arg;
+    char buf[100];
+    atomic_store(&r->round, 1);
+    CHECK_EQ(recv(r->sv[0], buf, 100, MSG_WAITALL), 100);
+    atomic_store(&r->round, 2);
+    CHECK_EQ(recvfrom(r->sv[0], buf, 100, MSG_WAITALL, NULL, NULL), 100);
+    atomic_store(&r->round, 3);
+    struct iovec v[2] = {{buf, 30}, {buf + 30, 70}};
+    struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
+    CHECK_EQ(recvmsg(r->sv[0], &m, MSG_WAITALL), 100);
+    /* The caller's iovecs as they were. */
+    CHECK(v[0].iov_base == buf && v[0].iov_len == 30);
+    CHECK(v[1].iov_base == buf + 30 && v[1].iov_len == 70);
+    CHECK(m.msg_iov == v && m.msg_iovlen == 2);
+
+    int dg[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg), 0);
+    CHECK_EQ(write(dg[1], "short", 5), 5);
+    CHECK_EQ(recv(dg[0], buf, 100, MSG_WAITALL), 5);
+    CHECK_EQ(write(dg[1], "short", 5), 5);
+    CHECK_EQ(recvfrom(dg[0], buf, 100, MSG_WAITALL, NULL, NULL), 5);
+    CHECK_EQ(close(dg[0]), 0);
+    CHECK_EQ(close(dg[1]), 0);
+    return NULL;
+}
+
+static void test_waitall(void **state)
+{
+    (void)state;
+    static struct waitall_run r;
+    memset(&r, 0, sizeof r);
+    hk_pair(r.sv);
+    r.pool = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    pthread_t feeder = wt_thread(waitall_feeder, &r);
+    wt_run(r.pool, waitall_body, &r);
+    wt_join(feeder);
+    wt_destroy(r.pool);
+    close(r.sv[0]);
+    close(r.sv[1]);
+    WT_CLEAN();
+}
+
+/* More iovecs than IOV_MAX: EINVAL, as libc's readv and writev say
+ * (recvmsg and sendmsg, which the hook uses on sockets, would say
+ * EMSGSIZE). */
+static void *iov_max_body(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    if (hk_pair_task(sv) != 0)
+        return NULL;
+    static struct iovec v[IOV_MAX + 1];
+    static char b[IOV_MAX + 1];
+    for (int i = 0; i <= IOV_MAX; i++)
+        v[i] = (struct iovec){b + i, 1};
+    errno = 0;
+    CHECK_EQ(writev(sv[0], v, IOV_MAX + 1), -1);
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK_EQ(readv(sv[1], v, IOV_MAX + 1), -1);
+    CHECK_EQ(errno, EINVAL);
+    CHECK_EQ(close(sv[0]), 0);
+    CHECK_EQ(close(sv[1]), 0);
+    return NULL;
+}
+
+static void test_iov_max(void **state)
+{
+    (void)state;
+    weft_pool *p = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    wt_run(p, iov_max_body, NULL);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -1422,6 +1526,7 @@ int main(void)
         WT_TEST1(test_tcp),            WT_TEST1(test_unix_backlog),
         WT_TEST1(test_scm_rights),     WT_TEST1(test_oob),
         WT_TEST1(test_mode_changes),   WT_TEST1(test_udp),
+        WT_TEST1(test_waitall),        WT_TEST1(test_iov_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

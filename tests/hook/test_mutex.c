@@ -3,8 +3,12 @@
  * recv, with the other tasks of the same (only) worker queued on it
  * (hooked build only).
  *
- * hooklib_locked_recv (hooklib.c) locks a plain pthread mutex, recv(2)s
- * one byte from a blocking socket, unlocks.  8 tasks on a 1-worker pool
+ * hooklib_locked_recv (hooklib.c) locks a pthread mutex, recv(2)s one
+ * byte from a blocking socket, unlocks; it counts the callers inside at
+ * once, which must never be two.  The mutex is a plain one, then a
+ * recursive one locked twice (glibc's owner is the thread, which every
+ * task of the worker shares: the hook must still keep the second task
+ * out, hook/mutex.c).  8 tasks on a 1-worker pool
  * (no monitor: no spare thread can come to the rescue) call it 3 times
  * each, all on the same socket.  The holder parks in recv, pinned to the
  * worker; the others call pthread_mutex_lock meanwhile.  If that blocked
@@ -29,8 +33,10 @@
 struct mutex_run {
     weft_pool *pool;
     pthread_mutex_t m;
+    int depth;
     int sv[2];
     atomic_int entered, done, finished;
+    atomic_int holders, overlaps;
     atomic_int got[NTASKS * CALLS]; /* how often each byte was received */
 };
 
@@ -40,7 +46,8 @@ static void *mutex_task(void *arg)
     for (int k = 0; k < CALLS; k++) {
         char c = 0;
         atomic_fetch_add(&r->entered, 1);
-        ssize_t n = hooklib_locked_recv(&r->m, r->sv[0], &c);
+        ssize_t n = hooklib_locked_recv(&r->m, r->depth, r->sv[0], &c,
+                                        &r->holders, &r->overlaps);
         CHECK_EQ(n, 1);
         if (n == 1 && (unsigned char)c < NTASKS * CALLS)
             atomic_fetch_add(&r->got[(unsigned char)c], 1);
@@ -72,13 +79,17 @@ static void *mutex_feeder(void *arg)
     return NULL;
 }
 
-static void test_mutex_across_recv(void **state)
+static void mutex_across_recv(int type, int depth)
 {
-    (void)state;
     assert_true(hk_hook_loaded());
     static struct mutex_run r;
     memset(&r, 0, sizeof r);
-    assert_int_equal(pthread_mutex_init(&r.m, NULL), 0);
+    pthread_mutexattr_t at;
+    assert_int_equal(pthread_mutexattr_init(&at), 0);
+    assert_int_equal(pthread_mutexattr_settype(&at, type), 0);
+    assert_int_equal(pthread_mutex_init(&r.m, &at), 0);
+    pthread_mutexattr_destroy(&at);
+    r.depth = depth;
     hk_pair(r.sv);
     r.pool = hk_pool(1, WEFT_POOL_NO_MONITOR);
 
@@ -93,6 +104,7 @@ static void test_mutex_across_recv(void **state)
 
     for (int i = 0; i < NTASKS * CALLS; i++)
         assert_int_equal(atomic_load(&r.got[i]), 1);
+    assert_int_equal(atomic_load(&r.overlaps), 0);
     /* Nobody holds it, and nothing is left on the socket. */
     assert_int_equal(pthread_mutex_trylock(&r.m), 0);
     assert_int_equal(pthread_mutex_unlock(&r.m), 0);
@@ -103,6 +115,18 @@ static void test_mutex_across_recv(void **state)
     close(r.sv[1]);
     pthread_mutex_destroy(&r.m);
     WT_CLEAN();
+}
+
+static void test_mutex_across_recv(void **state)
+{
+    (void)state;
+    mutex_across_recv(PTHREAD_MUTEX_NORMAL, 1);
+}
+
+static void test_recursive_mutex_across_recv(void **state)
+{
+    (void)state;
+    mutex_across_recv(PTHREAD_MUTEX_RECURSIVE, 2);
 }
 
 /* The same with a mutex that plain threads contend for too: a plain
@@ -232,6 +256,7 @@ int main(void)
     wt_main_init();
     const struct CMUnitTest tests[] = {
         WT_TEST1(test_mutex_across_recv),
+        WT_TEST1(test_recursive_mutex_across_recv),
         WT_TEST1(test_mutex_from_plain_thread),
         WT_TEST1(test_mutex_cancel),
     };

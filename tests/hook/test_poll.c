@@ -260,6 +260,49 @@ static void test_poll_at_once(void **state)
     WT_CLEAN();
 }
 
+/* A poll for POLLRDHUP alone on a socket with unread data: nothing it
+ * asked for is ready, so it parks until its timeout, with no CPU spent
+ * (it was mapped onto "readable", woke at once, found nothing on its
+ * look and parked again, for the whole timeout: a spin). */
+static void *rdhup_body(void *arg)
+{
+    (void)arg;
+    int sv[2];
+    if (hk_pair_task(sv) != 0)
+        return NULL;
+    CHECK_EQ(write(sv[1], "data", 4), 4);
+    struct timespec c0, c1;
+    /* The task is pinned while it parks in the hooked poll: the same
+     * thread's clock before and after. */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    uint64_t start = wt_now_ns();
+    struct pollfd pf = {.fd = sv[0], .events = POLLRDHUP};
+    CHECK_EQ(poll(&pf, 1, 200), 0);
+    CHECK(wt_now_ns() - start >= MS(200));
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    uint64_t cpu = (uint64_t)(c1.tv_sec - c0.tv_sec) * 1000000000u +
+                   (uint64_t)c1.tv_nsec - (uint64_t)c0.tv_nsec;
+    if (cpu >= MS(50))
+        fprintf(stderr, "rdhup poll: %llu ns of CPU\n", (unsigned long long)cpu);
+    CHECK(cpu < MS(50));
+    /* The peer's half close is what it waits for. */
+    CHECK_EQ(shutdown(sv[1], SHUT_WR), 0);
+    CHECK_EQ(poll(&pf, 1, 1000), 1);
+    CHECK(pf.revents & POLLRDHUP);
+    CHECK_EQ(close(sv[0]), 0);
+    CHECK_EQ(close(sv[1]), 0);
+    return NULL;
+}
+
+static void test_poll_rdhup_alone(void **state)
+{
+    (void)state;
+    weft_pool *p = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    wt_run(p, rdhup_body, NULL);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -267,7 +310,7 @@ int main(void)
         WT_TEST1(test_poll_two),      WT_TEST1(test_ppoll_two),
         WT_TEST1(test_select_two),    WT_TEST1(test_poll_timeout),
         WT_TEST1(test_ppoll_timeout), WT_TEST1(test_select_timeout),
-        WT_TEST1(test_poll_at_once),
+        WT_TEST1(test_poll_at_once),   WT_TEST1(test_poll_rdhup_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,11 +122,55 @@ static void test_sleeps(void **state)
     WT_CLEAN();
 }
 
+/* errno after a sleep that succeeds is what it was before, though another
+ * task ran on the thread meanwhile and set its own (docs/foreign.md). */
+static atomic_bool g_noise_stop;
+
+static void *errno_noise(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_noise_stop)) {
+        errno = EIO;
+        CHECK_EQ(weft_yield(), 0);
+    }
+    return NULL;
+}
+
+static void *sleeps_keep_errno(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {.tv_nsec = 2000000};
+    errno = 777;
+    CHECK_EQ(usleep(2000), 0);
+    CHECK_EQ(errno, 777);
+    CHECK_EQ(nanosleep(&ts, NULL), 0);
+    CHECK_EQ(errno, 777);
+    CHECK_EQ(clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL), 0);
+    CHECK_EQ(errno, 777);
+    atomic_store(&g_noise_stop, true);
+    return NULL;
+}
+
+static void test_sleeps_keep_errno(void **state)
+{
+    (void)state;
+    assert_true(hk_hook_loaded());
+    atomic_store(&g_noise_stop, false);
+    weft_pool *p = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    weft_task *noise;
+    assert_int_equal(weft_spawn(&noise, p, errno_noise, NULL, NULL), 0);
+    wt_run(p, sleeps_keep_errno, NULL);
+    assert_int_equal(weft_sync_wait(noise, NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
     const struct CMUnitTest tests[] = {
         WT_TEST1(test_sleeps),
+        WT_TEST1(test_sleeps_keep_errno),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
