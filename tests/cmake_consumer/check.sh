@@ -79,6 +79,9 @@ for link in shared static; do
         static)
             ! grep -q '^libweft' <<<"$(needed "$b/$prog")" ||
                 fail "$link $prog needs a shared libweft"
+            # Nor liburcu's (its static archives: docs/building.md).
+            ! grep -q '^liburcu' <<<"$(needed "$b/$prog")" ||
+                fail "$link $prog needs a shared liburcu"
             ;;
         esac
     done
@@ -125,9 +128,10 @@ quiet cc -std=c11 -o "$work/pc_app" "$src/tests/cmake_consumer/consumer.c" \
 out=$("$work/pc_app") || fail "the pkg-config build exited $?"
 say "pkg-config: $out"
 quiet cc -std=c11 -o "$work/pc_static" "$src/tests/cmake_consumer/consumer.c" \
-    $(pc --cflags) "$(pc --variable=libdir)/libweft.a" -lurcu-common -pthread
-! grep -q '^libweft' <<<"$(needed "$work/pc_static")" ||
-    fail "the static pkg-config build needs a shared libweft"
+    $(pc --cflags) "$(pc --variable=libdir)/libweft.a" -l:liburcu-common.a \
+    -pthread
+! grep -q '^libweft\|^liburcu' <<<"$(needed "$work/pc_static")" ||
+    fail "the static pkg-config build needs a shared libweft or liburcu"
 out=$("$work/pc_static") || fail "the static pkg-config build exited $?"
 say "pkg-config, static: $out"
 unset PKG_CONFIG_PATH
