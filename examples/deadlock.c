@@ -21,6 +21,7 @@
  */
 #include <weft/weft.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -99,10 +100,13 @@ static int all_parked(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    if (argc > 2 || (argc == 2 && strcmp(mode, "--dump") != 0 &&
-                     strcmp(mode, "--resolve") != 0)) {
-        fprintf(stderr, "usage: deadlock [--dump | --resolve]\n");
-        return 2;
+    bool help = strcmp(mode, "--help") == 0 || strcmp(mode, "-h") == 0;
+    if (help || argc > 2 ||
+        (argc == 2 && strcmp(mode, "--dump") != 0 &&
+         strcmp(mode, "--resolve") != 0)) {
+        fprintf(help ? stdout : stderr,
+                "usage: deadlock [--dump | --resolve]\n");
+        return help && argc == 2 ? 0 : 2;
     }
     weft_pool_opts po = {.threads = 2, .name = "deadlock"};
     int err = weft_pool_create(&pool, &po);

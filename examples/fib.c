@@ -11,8 +11,10 @@
  */
 #include <weft/weft.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static weft_pool *pool;
 
@@ -37,8 +39,13 @@ static void *entry(void *arg)
     return fib(arg);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr, "usage: echo N | fib   (0 <= N <= 40)\n");
+        return help ? 0 : 2;
+    }
     long n;
     if (scanf("%ld", &n) != 1 || n < 0 || n > 40) {
         fprintf(stderr, "usage: echo N | fib   (0 <= N <= 40)\n");

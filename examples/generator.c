@@ -10,9 +10,11 @@
  * Reads one word from stdin (default "abc") and prints each permutation on
  * its own line.
  *
- * Build: cc generator.c -lweft -lpthread
+ * Build: cc generator.c $(pkg-config --cflags --libs weft)
+ *   (docs/building.md: a prefix the loader does not search needs an rpath)
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,8 +56,15 @@ static const char *next(weft_coro *gen)
     return value;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr,
+                "usage: generator < WORD   (prints every permutation of the "
+                "word read from standard input, \"abc\" if none)\n");
+        return help ? 0 : 2;
+    }
     char word[64];
     size_t len = 0;
     int c;

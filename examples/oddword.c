@@ -19,10 +19,13 @@
  * to its resumer, main, which destroys the three coroutines.  Destroying a
  * writer parked in get() makes its transfer return -ECANCELED, and it ends.
  *
- * Build: cc oddword.c -lweft -lpthread
+ * Build: cc oddword.c $(pkg-config --cflags --libs weft)
+ *   (docs/building.md: a prefix the loader does not search needs an rpath)
  */
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include <weft/weft.h>
@@ -98,8 +101,15 @@ static void check(int err, const char *what)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        bool help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr,
+                "usage: oddword < TEXT   (words of letters, one space "
+                "apart, ended by '.': every second word reversed)\n");
+        return help ? 0 : 2;
+    }
     check(weft_coro_create(&reader, reader_body, NULL), "create reader");
     check(weft_coro_create(&forward, forward_body, NULL), "create forward");
     check(weft_coro_create(&reverse, reverse_body, NULL), "create reverse");

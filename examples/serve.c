@@ -248,9 +248,14 @@ static unsigned number(const char *s, unsigned max, const char *what)
 int serve_main(const serve_spec *s, int argc, char **argv)
 {
     spec = s;
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s PORT [THREADS]\n", spec->name);
-        return 2;
+    bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+                              strcmp(argv[1], "-h") == 0);
+    if (help || argc < 2 || argc > 3) {
+        fprintf(help ? stdout : stderr,
+                "usage: %s PORT [THREADS]   (serves on 127.0.0.1:PORT with "
+                "THREADS workers, 0: one a CPU)\n",
+                spec->name);
+        return help ? 0 : 2;
     }
     unsigned port = number(argv[1], 65535, "port");
     unsigned threads = argc > 2 ? number(argv[2], 1024, "thread count") : 0;

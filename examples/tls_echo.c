@@ -71,9 +71,9 @@ static const char usage[] =
     "        'listening on PORT'), with the PEM certificate CERT and key KEY;\n"
     "        a handshake is bounded by TLS_ECHO_HANDSHAKE_MS (default 10000);\n"
     "        THREADS workers (default: one per CPU)\n"
-    "client: sends standard input to HOST:PORT over TLS, prints the echo\n"
-    "        and checks it; the server's certificate is verified against\n"
-    "        CAFILE (default: the system's CAs) and HOST\n";
+    "client: sends standard input (at most 1 MiB) to HOST:PORT over TLS,\n"
+    "        prints the echo and checks it; the server's certificate is\n"
+    "        verified against CAFILE (default: the system's CAs) and HOST\n";
 
 static uint64_t now_ns(void)
 {

@@ -96,6 +96,13 @@ struct weft_pool_stats {
     uint64_t stalls, covers, spares_started, spares_active, spare_threads;
 };
 
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+/* weft_pool_stats and its struct share a name, as stat(2) and struct
+ * stat do; g++'s -Wshadow reads that as the function hiding the struct's
+ * constructor. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 /*
  * weft_pool_stats - fill *out with pool's counters.  Set out->size to
  * sizeof *out first: a program built against a later weft, with a larger
@@ -107,6 +114,9 @@ struct weft_pool_stats {
  * struct of weft 1.0).
  */
 WEFT_API int weft_pool_stats(weft_pool *pool, struct weft_pool_stats *out);
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* weft_pool_worker_stats - the same for worker `index` (0 to
  * weft_pool_threads(pool) - 1) alone, or for spare index - threads

@@ -433,7 +433,7 @@ struct header {
         if constexpr (slack == 0)
             return static_cast<header *>(room);
         auto a = reinterpret_cast<std::uintptr_t>(room);
-        a = (a + alignof(header) - 1) & ~(std::uintptr_t)(alignof(header) - 1);
+        a = (a + alignof(header) - 1) & ~static_cast<std::uintptr_t>(alignof(header) - 1);
         return reinterpret_cast<header *>(a);
     }
 
@@ -488,7 +488,7 @@ struct frame {
         if constexpr (fixed)
             return reinterpret_cast<Call *>(h + call_offset);
         auto a = reinterpret_cast<std::uintptr_t>(h) + sizeof(H);
-        a = (a + alignof(Call) - 1) & ~(std::uintptr_t)(alignof(Call) - 1);
+        a = (a + alignof(Call) - 1) & ~static_cast<std::uintptr_t>(alignof(Call) - 1);
         return reinterpret_cast<Call *>(a);
     }
 
