@@ -2044,10 +2044,17 @@ int weft__pool_destroy(weft_pool *p, struct weft__parker *parker,
     /* Unlisted first: a dump of every pool (weft_dump_all) reads the
      * workers' thread blocks, which go with their threads. */
     weft__observe_pool_gone(p);
+    /* The monitor, then the spares' threads (monitor.c), before the
+     * workers: a look of the monitor's reads each worker's thread block
+     * and its pthread_t (its CPU clock), which a joined thread no longer
+     * has (its stack, where the block is, may be unmapped): the monitor
+     * of a pool being destroyed crashed there, under pools made and
+     * destroyed from three threads.  After `stop` nothing needs the
+     * monitor: every task has ended, and a worker that still wakes it on
+     * its way out only unparks a parker that lives until free_pool. */
+    weft__monitor_stop(p);
     for (unsigned i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i]->thread, NULL);
-    /* The monitor, then the spares' threads (monitor.c). */
-    weft__monitor_stop(p);
     /* Outside submitters still between their queueing and their wake. */
     unsigned spins = 0;
     while (atomic_load_explicit(&p->outside_submitters, memory_order_acquire))
