@@ -98,6 +98,14 @@
  * thread: do not keep the address of a thread-local variable (errno
  * included) across such a call.
  *
+ * fork(2).  A pool's threads do not go to a child: in a child of a
+ * process that has used weft, weft's objects made before the fork (pools,
+ * tasks, channels, coroutines, sync objects others may hold) must not be
+ * used, and, as in any multi-threaded process, the child may call only
+ * async-signal-safe functions until it execs (POSIX).  A task may fork
+ * and exec (a hooked or offloaded waitpid to reap the child:
+ * weft/blocking.h).
+ *
  * Objects.  Objects the program keeps are opaque and made by
  * weft_X_create(&out, ...) (pool, channel, coroutine) or by
  * weft_task_create and weft_spawn (tasks).  Small ones meant to be
