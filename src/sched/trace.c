@@ -36,6 +36,12 @@
  * woken task's record; the task's next RUN takes it, so the writer draws
  * the arrow ("s" at the waker, "f" at the start of the woken task's
  * slice).
+ *
+ * Names.  A task's name is a NAME event, recorded when it is made or
+ * renamed while a trace records, and, for the tasks that already exist
+ * when a trace starts, by the start itself (a walk of the records, as a
+ * dump's): a server's connection tasks are named long before an operator
+ * starts a trace.
  */
 #include <weft/inspect.h>
 #include <weft/version.h>
@@ -239,6 +245,67 @@ WEFT_OPAQUE void weft__trace_run(struct weft__task *t)
 
 /* ------------------------------------------------------- start, stop */
 
+/* A NAME event for every live task (see the top, "Names").  The records
+ * are read as a dump reads them (racy by design: a task renamed meanwhile
+ * records its new name after this, with a later time), into a list that
+ * is recorded once the walk has let the records' lock go (an append may
+ * take the buffers' list lock, which a task made while tracing takes
+ * after that one).  No memory for the list: the tasks found so far. */
+struct live_name {
+    uint64_t id;
+    char name[WEFT__CORO_NAME_MAX];
+};
+
+WEFT_RACY_READS static size_t find_live_names(struct live_name **out)
+{
+    size_t k = 0, cap = 0;
+    struct live_name *all = NULL;
+    weft__records_walk_begin();
+    for (const struct weft__record_chunk *c = weft__records_first(); c;
+         c = weft__records_next(c)) {
+        unsigned nr;
+        struct weft__task *r = weft__records_of(c, &nr);
+        for (unsigned i = 0; i < nr; i++) {
+            struct weft__task *t = &r[i];
+            if (!weft__task_record_live(t))
+                continue;
+            if (k == cap) {
+                size_t more = cap ? 2 * cap : 256;
+                struct live_name *grown =
+                    weft__realloc(all, more * sizeof *all);
+                if (!grown)
+                    goto done;
+                all = grown;
+                cap = more;
+            }
+            struct live_name *e = &all[k];
+            weft__spin_lock(&t->wait_lock);
+            e->id = atomic_load_explicit(&t->co.id, memory_order_relaxed);
+            size_t n = 0;
+            for (; n < sizeof e->name - 1 && t->co.name[n]; n++)
+                e->name[n] = t->co.name[n];
+            e->name[n] = '\0';
+            bool live = weft__task_record_live(t);
+            weft__spin_unlock(&t->wait_lock);
+            if (live && e->id)
+                k++;
+        }
+    }
+done:
+    weft__records_walk_end();
+    *out = all;
+    return k;
+}
+
+static void name_live_tasks(void)
+{
+    struct live_name *all;
+    size_t n = find_live_names(&all);
+    for (size_t i = 0; i < n; i++)
+        weft__trace_name(all[i].id, all[i].name);
+    free(all);
+}
+
 WEFT_EXPORT int weft_trace_start(const char *path)
 {
     if (!path)
@@ -258,6 +325,7 @@ WEFT_EXPORT int weft_trace_start(const char *path)
     trace_t0 = weft__now_ns();
     __atomic_store_n(&weft__tracing, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&list_lock);
+    name_live_tasks();
     return 0;
 }
 

@@ -1069,6 +1069,61 @@ static void test_trace_calls(void **state)
     WT_CLEAN();
 }
 
+/* A task named before the trace starts is named in it: the start records
+ * the names of the tasks that exist (a server's connections, named long
+ * before an operator traces; they showed as "task" before). */
+static weft_event early_go;
+
+static void *named_early(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(weft_task_set_name("conn 10.0.0.7:5421"), 0);
+    CHECK_EQ(weft_event_wait(&early_go), 0);
+    CHECK_EQ(weft_yield(), 0);
+    return NULL;
+}
+
+static void test_trace_names_earlier_tasks(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/weft-trace-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    weft_pool *p = wt_pool(1);
+    weft_event_init(&early_go);
+    weft_task *a, *b;
+    weft_task_opts o = {.name = "named by its options"};
+    assert_int_equal(weft_spawn(&a, p, named_early, NULL, NULL), 0);
+    assert_int_equal(weft_spawn(&b, p, named_early, NULL, &o), 0);
+    /* Both parked on the event, named, before the trace. */
+    assert_true(wait_stats(p, parked_n, (void *)(uintptr_t)2));
+    uint64_t ida = weft_task_id(a), idb = weft_task_id(b);
+    assert_int_equal(weft_trace_start(path), 0);
+    weft_event_set(&early_go);
+    assert_int_equal(weft_sync_wait(a, NULL), 0);
+    assert_int_equal(weft_sync_wait(b, NULL), 0);
+    assert_int_equal(weft_trace_stop(), 0);
+    wt_destroy(p);
+
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    unlink(path);
+    text[n] = '\0';
+    char want[96];
+    snprintf(want, sizeof want, "\"name\":\"task %llu conn 10.0.0.7:5421\"",
+             (unsigned long long)ida);
+    expect_in(text, want);
+    /* b renamed itself too: the later name. */
+    snprintf(want, sizeof want, "\"name\":\"task %llu conn 10.0.0.7:5421\"",
+             (unsigned long long)idb);
+    expect_in(text, want);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* Stuck workers: the dump and the warning (weft/pool.h)                */
 
@@ -1232,6 +1287,7 @@ int main(void)
         WT_TEST(test_dump_while_churning),
         WT_TEST1(test_dump_on_signal),
         WT_TEST1(test_trace_calls),
+        WT_TEST1(test_trace_names_earlier_tasks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
