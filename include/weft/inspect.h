@@ -172,9 +172,15 @@ WEFT_API int weft_dump_on_signal(int signo);
  * them to path as Chrome trace-event JSON, which Perfetto
  * (ui.perfetto.dev), chrome://tracing and tools/trace/viewer.html open: a
  * track per thread, a slice per stretch a task ran, an arrow from each
- * waker to the task it woke.  The environment variable WEFT_TRACE=path
- * starts a trace when the first pool is made, and stops it at exit.  path
- * is opened (created or truncated) now.  Any context.
+ * waker to the task it woke.  A stretch cut by the stop is drawn to the
+ * stop ("still running"); one that began before the start is not drawn
+ * (a task's slices begin at its first resume inside the trace: the hooks
+ * on the way out of a task are armed by its way in), so a task that runs
+ * through the whole trace without a switch has none: a worker stuck that
+ * way is weft_pool_dump's to show.  Tasks made before the start are
+ * named as they are then.  The environment variable
+ * WEFT_TRACE=path starts a trace when the first pool is made, and stops
+ * it at exit.  path is opened (created or truncated) now.  Any context.
  * Returns 0, -EINVAL (path NULL), -EBUSY (a trace is being recorded
  * already), -ENOENT (path's folder does not exist), -EISDIR (path is a
  * folder), or another error of open(2) as a negative errno value.

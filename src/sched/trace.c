@@ -103,7 +103,7 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct buffer *buffers;    /* every buffer ever made */
 static unsigned nbuffers;
 static FILE *trace_file;
-static uint64_t trace_t0;
+static uint64_t trace_t0, trace_t1; /* the start, the stop */
 
 static __thread struct buffer *mine
     __attribute__((tls_model("initial-exec")));
@@ -533,11 +533,11 @@ static void write_buffer(struct writer *w, const struct buffer *b)
             }
         }
     }
-    /* Still running at the stop. */
+    /* Still running at the stop: until the stop. */
     while (depth > 0) {
         depth--;
         open[depth].end = "still running";
-        slice(w, b->tid, &open[depth], last);
+        slice(w, b->tid, &open[depth], trace_t1 > last ? trace_t1 : last);
     }
 }
 
@@ -621,6 +621,7 @@ WEFT_EXPORT int weft_trace_stop(void)
     /* An exchange, not a store: base/storeload.h (weft__tracing is a plain
      * int, which the C11 exchange does not take). */
     (void)__atomic_exchange_n(&weft__tracing, 0, __ATOMIC_SEQ_CST);
+    trace_t1 = weft__now_ns();
     for (struct buffer *b = buffers; b; b = b->next) {
         unsigned spins = 0;
         while (atomic_load_explicit(&b->busy, memory_order_seq_cst))
