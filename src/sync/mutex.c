@@ -97,10 +97,13 @@ __attribute__((noinline)) static uintptr_t thread_token(void)
     return (uintptr_t)&token;
 }
 
+/* The owner's token: the task whose body runs (for a body run inline on
+ * its awaiter's stack, that child, not the awaiter: weft__task_body, as
+ * weft_task_current and cancellation say), else the thread. */
 uintptr_t weft__mutex_self(void)
 {
     struct weft__task *t = weft__task_current();
-    return t ? (uintptr_t)t : thread_token();
+    return t ? (uintptr_t)weft__task_body(t) : thread_token();
 }
 
 bool weft__mutex_held(const weft_mutex *m, uintptr_t me)

@@ -112,6 +112,46 @@ static void test_ownership(void **state)
     WT_CLEAN();
 }
 
+/* A child that its parent's await runs on the parent's stack is a task of
+ * its own, not its parent, to the mutex: it does not hold what its parent
+ * holds (it unlocked the parent's mutex with 0, and its lock said
+ * -EDEADLK).  One worker, and the child spawned by the awaiter: the await
+ * runs it inline. */
+static weft_mutex inline_m;
+static weft_cond inline_c;
+
+static void *inline_child(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(weft_mutex_unlock(&inline_m), -EPERM);
+    CHECK_EQ(weft_mutex_trylock(&inline_m), -EAGAIN);
+    CHECK_EQ(weft_cond_wait_for(&inline_c, &inline_m, MS(1)), -EPERM);
+    return NULL;
+}
+
+static void *inline_parent(void *arg)
+{
+    (void)arg;
+    weft_pool *p = weft_pool_current();
+    CHECK_EQ(weft_mutex_lock(&inline_m), 0);
+    weft_task *t;
+    CHECK_EQ(weft_spawn(&t, p, inline_child, NULL, NULL), 0);
+    CHECK_EQ(weft_await(t, NULL), 0);
+    CHECK_EQ(weft_mutex_unlock(&inline_m), 0); /* still the parent's */
+    return NULL;
+}
+
+static void test_inline_child_is_not_owner(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(1);
+    weft_mutex_init(&inline_m);
+    weft_cond_init(&inline_c);
+    wt_run(p, inline_parent, NULL);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* Hand-off: waiters get the mutex in the order they came               */
 
@@ -344,6 +384,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         WT_TEST(test_basic),
         WT_TEST(test_ownership),
+        WT_TEST1(test_inline_child_is_not_owner),
         WT_TEST(test_fifo_handoff),
         WT_TEST(test_cancel),
         WT_TEST1(test_cancelled_before),
