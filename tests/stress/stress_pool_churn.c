@@ -61,7 +61,7 @@ static void *mixed(void *arg)
     return NULL;
 }
 
-enum { WIDE_ROUNDS = 300, WIDE_THREADS = 3, WIDE_TASKS = 20 };
+enum { WIDE_ROUNDS = 200, WIDE_THREADS = 3, WIDE_TASKS = 20 };
 
 static void *computes(void *arg)
 {
