@@ -213,10 +213,13 @@ WEFT_API int weft_spawn(weft_task **out, weft_pool *pool, weft_fn fn,
 /*
  * weft_await - wait in a task for t to end; consumes t (on 0).  If t has
  * ended, returns at once; if t is lazy, it starts now on this thread (its
- * result comes back to this task, which resumes where t's last worker
- * is); if t was spawned and no worker has started it yet, its body runs
- * here as a plain call; otherwise the calling task is parked and the
- * worker that finishes t switches straight to it.  *result (may be NULL)
+ * result comes back to this task, which resumes on its own pool: where
+ * t ended if t stayed there, else queued back to its pool, or to its
+ * weft_sync_wait thread, once t ends on the pool it moved to); if t was
+ * spawned and no worker has started it yet, its body runs here as a
+ * plain call; otherwise the calling task is parked and the worker that
+ * finishes t switches straight to it (if that worker is of the calling
+ * task's pool: else it is queued there).  *result (may be NULL)
  * gets fn's return value.
  * Returns 0, -EINVAL (t NULL, or t is the calling task), -EPERM (not in a
  * task), -ENOMEM (t is lazy and no stack could be had to start it: it did

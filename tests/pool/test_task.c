@@ -2068,6 +2068,41 @@ static void test_second_waiter_busy(void **state)
     WT_CLEAN();
 }
 
+/* An awaiter resumes on its own pool (weft/task.h, weft_await) when the
+ * lazy task it started moved to another pool and ended there. */
+static weft_pool *g_home, *g_away;
+
+static void *moves_away(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(weft_schedule(g_away), 0);
+    return weft_pool_current();
+}
+
+static void *awaits_mover(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++) {
+        weft_task *t;
+        CHECK_EQ(weft_task_create(&t, moves_away, NULL, NULL), 0);
+        void *r = NULL;
+        CHECK_EQ(weft_await(t, &r), 0);
+        CHECK(r == g_away);                      /* it ended there */
+        CHECK(weft_pool_current() == g_home);    /* we are back home */
+    }
+    return NULL;
+}
+
+static void test_await_lazy_mover_resumes_home(void **state)
+{
+    g_home = wt_pool(WT_NTHREADS(state));
+    g_away = wt_pool(WT_NTHREADS(state));
+    wt_run(g_home, awaits_mover, NULL);
+    wt_destroy(g_home);
+    wt_destroy(g_away);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -2112,6 +2147,7 @@ int main(void)
         WT_TEST(test_ended_handles_outlive_run_records),
         WT_TEST(test_cancel_races_end),
         WT_TEST(test_second_waiter_busy),
+        WT_TEST(test_await_lazy_mover_resumes_home),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
