@@ -247,10 +247,15 @@ static int arm(struct weft__fd *rec, int fd, struct weft__netpoll *np,
     }
     if (errno != ENOENT)
         return -errno;
-    /* The set holds no item for the file behind the number now (the one
-     * it had was closed): register this one afresh, with our pool unless
-     * others wait through the old one. */
-    return enroll(rec, fd, rec->waiters ? rec->poller : np, false, events);
+    /* The set holds no item for the file behind the number now: the one
+     * it had was closed (close(2), dup2 over it).  Those who wait here
+     * waited on that file: they end with -EBADF now, as the check would
+     * end them (see the top).  Registered under them instead, the new
+     * file's registration hid the closed one from the check, and its
+     * reports woke them to read the new file's bytes.  Then this one is
+     * registered afresh, with our pool. */
+    weft__fd_wake(rec, WEFT_IN | WEFT_OUT, -EBADF);
+    return enroll(rec, fd, np, false, events);
 }
 
 int weft__fd_park(struct weft__fd *rec, int fd, unsigned events, uint64_t seq,

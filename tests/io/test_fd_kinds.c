@@ -331,6 +331,53 @@ static void test_dup2_under_wait(void **state)
     under_parked(state, wait_in, dup2_over_first, -EBADF, WEFT_IN);
 }
 
+/* close(2) under a parked read, the number taken at once by a new socket
+ * that another task then waits on: the old read ends with -EBADF, and
+ * never reads the new socket's bytes.  (The new wait registered the new
+ * file under the old waiters, which the check then never found, and the
+ * new file's report woke them to read its data.) */
+static void *read_one(void *arg)
+{
+    char c[16];
+    return P(weft_read(*(int *)arg, c, sizeof c));
+}
+
+static void *wait_briefly(void *arg)
+{
+    return P(weft_wait_fd_for(*(int *)arg, WEFT_IN, MS(20)));
+}
+
+static void test_close_then_reuse_under_read(void **state)
+{
+    int sv[2], other[2];
+    iot_pair(sv);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *old;
+    assert_int_equal(weft_spawn(&old, p, read_one, &sv[0], NULL), 0);
+    iot_wait_parked(sv[0], 1);
+    int n = sv[0];
+    close_first(sv);
+    iot_pair(other);
+    if (other[0] != n) {
+        assert_int_equal(dup2(other[0], n), n);
+        close(other[0]);
+        other[0] = n;
+    }
+    weft_task *fresh;
+    assert_int_equal(weft_spawn(&fresh, p, wait_briefly, &other[0], NULL), 0);
+    assert_int_equal(iot_result(fresh), -ETIMEDOUT);
+    assert_int_equal(write(other[1], "for the new", 11), 11);
+    assert_int_equal(iot_result(old), -EBADF);
+    /* The bytes are still the new socket's. */
+    char buf[16];
+    assert_int_equal(read(other[0], buf, sizeof buf), 11);
+    wt_destroy(p);
+    close(sv[1]);
+    close(other[0]);
+    close(other[1]);
+    WT_CLEAN();
+}
+
 static void test_weft_close_under_wait(void **state)
 {
     under_parked(state, wait_in, weft_close_first, -EBADF, -EBADF);
@@ -458,6 +505,7 @@ int main(void)
         WT_TEST(test_close_under_wait),
         WT_TEST(test_close_under_read),
         WT_TEST(test_dup2_under_wait),
+        WT_TEST(test_close_then_reuse_under_read),
         WT_TEST(test_weft_close_under_wait),
         WT_TEST(test_borrowed_pipe),
         WT_TEST1(test_owned_close_noticed),
