@@ -41,7 +41,7 @@ struct sock_op {
     const struct sockaddr *to;   /* sendto */
     socklen_t tolen;
     struct msghdr *msg;          /* recvmsg, sendmsg */
-    /* recvmsg_all: what the first receive that moved bytes said */
+    /* msg_loop's receive: what the first receive that moved bytes said */
     bool have_first;
     size_t first_controllen;
     int first_flags;
@@ -90,7 +90,7 @@ static void op_advance(struct sock_op *op, size_t n)
         m->msg_controllen = 0;
     }
     if (n && op->kind == OP_RECVMSG && !op->have_first) {
-        /* The ancillary data came with the first bytes (recvmsg_all):
+        /* The ancillary data came with the first bytes (msg_loop):
          * the rest is read with no buffer for more, which would write
          * over it. */
         op->have_first = true;
@@ -303,7 +303,8 @@ static void received_fds(const struct msghdr *msg, ssize_t r)
     }
 }
 
-static ssize_t recvmsg_all(int fd, struct msghdr *msg, int flags);
+static ssize_t msg_loop(int fd, const struct msghdr *msg, int flags,
+                        struct msghdr *back);
 
 HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
@@ -311,7 +312,7 @@ HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     if (!hook_flags(flags)) {
         r = REAL(recvmsg)(fd, msg, flags);
     } else if (wait_all(fd, flags)) {
-        r = recvmsg_all(fd, msg, flags);
+        r = msg_loop(fd, msg, flags, msg);
     } else {
         struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
         r = sock_loop(fd, &op, false, false);
@@ -339,11 +340,17 @@ HOOK_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
     return sock_loop(fd, &op, true, false);
 }
 
-/* sendmsg and writev: the loop advances through the iovecs, so it works
- * on a copy of them (the caller's stay as they were). */
+/* sendmsg, and recvmsg with MSG_WAITALL on a stream: the loop advances
+ * through the iovecs, so it works on a copy of them (the caller's stay as
+ * they were; writev makes its own copy).  A receive (`back`: the
+ * caller's msghdr, for its results) gets its ancillary data with the
+ * first bytes, as the kernel's own loop gives it: what the
+ * caller's msghdr gets back (the control length, the flags) is that of
+ * the first receive that moved bytes, or of the last one if none did. */
 #define IOV_ON_STACK 64
 
-static ssize_t sendmsg_loop(int fd, const struct msghdr *msg, int flags)
+static ssize_t msg_loop(int fd, const struct msghdr *msg, int flags,
+                        struct msghdr *back)
 {
     struct iovec local[IOV_ON_STACK];
     struct iovec *iov = local;
@@ -351,46 +358,22 @@ static ssize_t sendmsg_loop(int fd, const struct msghdr *msg, int flags)
     if (n > IOV_ON_STACK) {
         iov = malloc(n * sizeof *iov);
         if (!iov) /* libc's call then: it blocks the worker */
-            return REAL(sendmsg)(fd, msg, flags);
+            return back ? REAL(recvmsg)(fd, back, flags)
+                        : REAL(sendmsg)(fd, msg, flags);
     }
     memcpy(iov, msg->msg_iov, n * sizeof *iov);
     struct msghdr m = *msg;
     m.msg_iov = iov;
-    struct sock_op op = {.kind = OP_SENDMSG, .msg = &m, .flags = flags};
-    ssize_t r = sock_loop(fd, &op, true, false);
-    if (iov != local) {
-        int e = errno;
-        free(iov);
-        errno = e;
-    }
-    return r;
-}
-
-/* recvmsg with MSG_WAITALL on a stream: as sendmsg_loop, on a copy of
- * the iovecs.  The ancillary data comes with the first bytes, as the
- * kernel's own loop gives it: what the caller's msghdr gets back (the
- * control length, the flags) is that of the first receive that moved
- * bytes, or of the last one if none did. */
-static ssize_t recvmsg_all(int fd, struct msghdr *msg, int flags)
-{
-    struct iovec local[IOV_ON_STACK];
-    struct iovec *iov = local;
-    size_t n = msg->msg_iovlen;
-    if (n > IOV_ON_STACK) {
-        iov = malloc(n * sizeof *iov);
-        if (!iov) /* libc's call then: it blocks the worker */
-            return REAL(recvmsg)(fd, msg, flags);
-    }
-    memcpy(iov, msg->msg_iov, n * sizeof *iov);
-    struct msghdr m = *msg;
-    m.msg_iov = iov;
-    struct sock_op op = {.kind = OP_RECVMSG, .msg = &m, .flags = flags};
+    struct sock_op op = {.kind = back ? OP_RECVMSG : OP_SENDMSG, .msg = &m,
+                         .flags = flags};
     ssize_t r = sock_loop(fd, &op, true, false);
     int e = errno;
-    msg->msg_namelen = m.msg_namelen;
-    msg->msg_controllen = op.have_first ? op.first_controllen
-                                        : m.msg_controllen;
-    msg->msg_flags = op.have_first ? op.first_flags : m.msg_flags;
+    if (back) {
+        back->msg_namelen = m.msg_namelen;
+        back->msg_controllen = op.have_first ? op.first_controllen
+                                             : m.msg_controllen;
+        back->msg_flags = op.have_first ? op.first_flags : m.msg_flags;
+    }
     if (iov != local)
         free(iov);
     errno = e;
@@ -401,7 +384,7 @@ HOOK_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     if (!hook_flags(flags))
         return REAL(sendmsg)(fd, msg, flags);
-    return sendmsg_loop(fd, msg, flags);
+    return msg_loop(fd, msg, flags, NULL);
 }
 
 /* ---------------------------------------------------- read, write */
