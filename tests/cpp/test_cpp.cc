@@ -544,6 +544,20 @@ static void test_exception_migration(void **)
     CLEAN();
 }
 
+/* Every worker's count of uncaught exceptions is 0 (64 tasks that yield
+ * first: both workers run some). */
+static void no_exception_state_left(weft::pool &p)
+{
+    std::vector<weft::task<int>> probes;
+    for (int i = 0; i < 64; i++)
+        probes.push_back(weft::spawn(p, [] {
+            weft::this_task::yield();
+            return std::uncaught_exceptions();
+        }));
+    for (auto &t : probes)
+        CHECK(t.get() == 0);
+}
+
 /* A task whose callable throws, and whose captures wait when destroyed
  * (a task<T> still running): the exception still reaches get(), and each
  * thread's exception state is as it was.  Before, the captures were
@@ -568,15 +582,7 @@ static void test_throw_with_waiting_captures(void **)
             CHECK(std::string(e.what()) == "with a child");
         }
     }
-    /* Every worker's count back at 0. */
-    std::vector<weft::task<int>> probes;
-    for (int i = 0; i < 64; i++)
-        probes.push_back(weft::spawn(p, [] {
-            weft::this_task::yield();
-            return std::uncaught_exceptions();
-        }));
-    for (auto &t : probes)
-        CHECK(t.get() == 0);
+    no_exception_state_left(p);
     CLEAN();
 }
 
@@ -604,14 +610,7 @@ static void test_unwind_through_waiting_destructor(void **)
         }
         CHECK(std::uncaught_exceptions() == 0);
     }
-    std::vector<weft::task<int>> probes;
-    for (int i = 0; i < 64; i++)
-        probes.push_back(weft::spawn(p, [] {
-            weft::this_task::yield();
-            return std::uncaught_exceptions();
-        }));
-    for (auto &t : probes)
-        CHECK(t.get() == 0);
+    no_exception_state_left(p);
     CLEAN();
 }
 

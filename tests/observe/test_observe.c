@@ -1032,13 +1032,34 @@ static void *traced(void *arg)
     return NULL;
 }
 
+/* A fresh file for a trace (path: a mkstemp template). */
+static void trace_file_new(char *path)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* The trace written to path, which goes; *len (if not NULL) its length. */
+static const char *trace_file_take(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    unlink(path);
+    text[n] = '\0';
+    if (len)
+        *len = n;
+    return text;
+}
+
 static void test_trace_calls(void **state)
 {
     (void)state;
     char path[] = "/tmp/weft-trace-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    trace_file_new(path);
     weft_pool *p = wt_pool(2);
     assert_int_equal(weft_chan_create(&traced_ch, 0), 0);
     assert_int_equal(weft_trace_start(path), 0);
@@ -1052,13 +1073,8 @@ static void test_trace_calls(void **state)
     wt_destroy(p);
     assert_int_equal(weft_chan_destroy(traced_ch), 0);
 
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    unlink(path);
-    text[n] = '\0';
+    size_t n;
+    const char *text = trace_file_take(path, &n);
     assert_true(strncmp(text, "{\"displayTimeUnit\":\"ns\"", 23) == 0);
     assert_true(n > 3 && strcmp(text + n - 3, "]}\n") == 0);
     expect_in(text, "\"name\":\"thread_name\"");
@@ -1087,9 +1103,7 @@ static void test_trace_names_earlier_tasks(void **state)
 {
     (void)state;
     char path[] = "/tmp/weft-trace-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    trace_file_new(path);
     weft_pool *p = wt_pool(1);
     weft_event_init(&early_go);
     weft_task *a, *b;
@@ -1106,13 +1120,7 @@ static void test_trace_names_earlier_tasks(void **state)
     assert_int_equal(weft_trace_stop(), 0);
     wt_destroy(p);
 
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    unlink(path);
-    text[n] = '\0';
+    const char *text = trace_file_take(path, NULL);
     char want[96];
     snprintf(want, sizeof want, "\"name\":\"task %llu conn 10.0.0.7:5421\"",
              (unsigned long long)ida);
