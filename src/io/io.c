@@ -49,20 +49,21 @@ static uint64_t deadline_of(uint64_t timeout_ns, bool timed, bool *nowait)
 }
 
 /* poll(2) fd once for `events`, waiting up to *ts (NULL: no limit).
- * Returns the ready events, 0 on timeout, -EBADF (fd not open), -ENOMEM,
- * or -EINVAL (RLIMIT_NOFILE 0: ppoll refuses even one fd), the failures
- * ppoll has for a call like this one. */
+ * Returns the ready events, 0 on timeout or a signal (EINTR: the caller
+ * goes round again with the time that is left, which ppoll does not
+ * write back: retrying with the same *ts here made every signal restart
+ * the whole timeout), -EBADF (fd not open), -ENOMEM, or -EINVAL
+ * (RLIMIT_NOFILE 0: ppoll refuses even one fd), the failures ppoll has
+ * for a call like this one. */
 static int poll_fd(int fd, unsigned events, const struct timespec *ts)
 {
     struct pollfd pfd = {
         .fd = fd,
         .events = (short)(events | (events & WEFT_IN ? POLLRDHUP : 0)),
     };
-    int r;
-    while ((r = ppoll(&pfd, 1, ts, NULL)) < 0 && errno == EINTR)
-        ;
+    int r = ppoll(&pfd, 1, ts, NULL);
     if (r < 0)
-        return -errno;
+        return errno == EINTR ? 0 : -errno;
     if (pfd.revents & POLLNVAL)
         return -EBADF;
     unsigned ready = 0;

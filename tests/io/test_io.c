@@ -553,6 +553,67 @@ static void test_timeouts(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* A timeout holds under a stream of signals                            */
+
+/* The reading thread, and whether it still waits: a signal every 2 ms
+ * goes to it until it returns (or 20 s pass: then the timeout was lost,
+ * restarted by each signal, and the read would never have returned). */
+static pthread_t signalled;
+static atomic_bool reading;
+static atomic_bool signals_ran_out;
+
+static void on_usr1(int sig) { (void)sig; }
+
+static void *signaller(void *arg)
+{
+    (void)arg;
+    uint64_t stop = wt_now_ns() + MS(20000);
+    while (atomic_load(&reading)) {
+        if (wt_now_ns() >= stop) {
+            atomic_store(&signals_ran_out, true);
+            break;
+        }
+        pthread_kill(signalled, SIGUSR1);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* A 100 ms read on fd, with signals: -ETIMEDOUT, and before the signals
+ * stopped.  With and without SA_RESTART (ppoll is never restarted). */
+static void read_for_under_signals(int fd, int flags)
+{
+    struct sigaction sa = {.sa_handler = on_usr1, .sa_flags = flags}, old;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    signalled = pthread_self();
+    atomic_store(&reading, true);
+    atomic_store(&signals_ran_out, false);
+    pthread_t th = wt_thread(signaller, NULL);
+    char c;
+    ssize_t r = weft_read_for(fd, &c, 1, MS(100));
+    int w = weft_wait_fd_for(fd, WEFT_IN, MS(100));
+    atomic_store(&reading, false);
+    wt_join(th);
+    assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+    assert_int_equal(r, -ETIMEDOUT);
+    assert_int_equal(w, -ETIMEDOUT);
+    assert_false(atomic_load(&signals_ran_out));
+}
+
+static void test_timeout_under_signals(void **state)
+{
+    (void)state;
+    int sv[2];
+    iot_pair(sv);
+    read_for_under_signals(sv[0], 0);
+    read_for_under_signals(sv[0], SA_RESTART);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
 /* The netpoller's worker still runs the timers                         */
 
 static void *sleeper(void *arg)
@@ -714,6 +775,7 @@ int main(void)
         WT_TEST(test_destroy_waits),
         WT_TEST(test_many_waiters),
         WT_TEST(test_timeouts),
+        WT_TEST1(test_timeout_under_signals),
         WT_TEST(test_timer_while_polling),
         WT_TEST(test_other_pool),
         WT_TEST(test_ping_pong),
