@@ -103,8 +103,9 @@
  * tasks, channels, coroutines, sync objects others may hold) must not be
  * used, and, as in any multi-threaded process, the child may call only
  * async-signal-safe functions until it execs (POSIX).  A task may fork
- * and exec (a hooked or offloaded waitpid to reap the child:
- * weft/blocking.h).
+ * and exec, and reaps the child with waitpid offloaded (weft_blocking,
+ * weft/blocking.h): a plain waitpid blocks the worker, and the hook
+ * (docs/foreign.md) does not take waitpid.
  *
  * Objects.  Objects the program keeps are opaque and made by
  * weft_X_create(&out, ...) (pool, channel, coroutine) or by
