@@ -493,6 +493,66 @@ static void test_ignored_fault_still_kills(void **state)
     death_assert_signal(&d, SIGSEGV);
 }
 
+/* ------------------------------------------------------------------ */
+/* A signal's frame that does not fit                                    */
+
+/* The lowest usable byte of the running diver's stack, from where its
+ * body starts: the coroutine's record and first frame share the top page
+ * of its mapping, whose usable part is the STACK bytes below that page's
+ * end. */
+static uintptr_t diver_low;
+
+static void on_usr1_never(int sig)
+{
+    (void)sig;
+    _exit(5); /* its frame had no room: it cannot run */
+}
+
+/* Small frames down to a few hundred bytes above the guard, then a
+ * signal to this thread, whose frame (the CPU's whole register state,
+ * over a KiB) does not fit: the kernel sends SIGSEGV instead. */
+__attribute__((noinline)) static long dive_and_signal(long depth)
+{
+    volatile char frame[32];
+    frame[0] = (char)depth;
+    if ((uintptr_t)__builtin_frame_address(0) - diver_low < 512) {
+        raise(SIGUSR1);
+        return 0;
+    }
+    return dive_and_signal(depth + 1) + frame[0];
+}
+
+static void *signal_near_guard_body(void *arg)
+{
+    char top;
+    diver_low = (((uintptr_t)&top | 4095) + 1) - STACK;
+    dive_and_signal(0);
+    return arg;
+}
+
+static void signal_near_guard_child(void)
+{
+    struct sigaction sa = {.sa_handler = on_usr1_never}; /* no SA_ONSTACK */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, NULL) != 0)
+        _exit(2);
+    run_diver(signal_near_guard_body);
+}
+
+/* The kernel's SIGSEGV (SI_KERNEL, no address) is the overflow it is:
+ * before, the handler took it for a fault that would repeat, returned,
+ * and the coroutine ran on without its signal. */
+static void test_signal_frame_overflow_names_the_coroutine(void **state)
+{
+    (void)state;
+    struct death d;
+    death_run(signal_near_guard_child, &d);
+    death_assert_signal(&d, SIGABRT);
+    assert_true(death_has_line(
+        &d, "weft: stack overflow in coroutine 'diver' (stack 64 KiB, "
+            "no room for a signal's frame)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_other_fault_default_action),
         cmocka_unit_test(test_sent_signal_ignored),
         cmocka_unit_test(test_ignored_fault_still_kills),
+        cmocka_unit_test(test_signal_frame_overflow_names_the_coroutine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,7 +159,10 @@ WEFT_API uint64_t weft_coro_id(const weft_coro *co);
  * into the guard page below its stack makes the process print
  *     weft: stack overflow in coroutine 'NAME' (stack N KiB)
  * (N: the size reserved, which for a task is twice its declared size,
- * docs/design.md, "Lazy stacks and inline awaits")
+ * docs/design.md, "Lazy stacks and inline awaits"; the line ends
+ * ", no room for a signal's frame)" when a signal whose handler has no
+ * alternate stack arrived with too little of the stack left for its
+ * frame, which the kernel reports as a SIGSEGV of its own)
  * to stderr and abort.  For that weft installs a SIGSEGV and SIGBUS handler
  * (once per process, when a thread first runs a coroutine; it passes every
  * other fault on to the handler installed before it) and gives each thread

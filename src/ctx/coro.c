@@ -114,16 +114,17 @@ _Noreturn void weft__coro_die(const struct weft_coro *co, const char *what)
     die_line(co, what, NULL);
 }
 
-_Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary)
+_Noreturn void weft__coro_overflow(const struct weft_coro *co,
+                                   const char *note)
 {
-    die_line(co, "stack overflow", canary ? "canary broken" : NULL);
+    die_line(co, "stack overflow", note);
 }
 
 /* The canary check of unguarded stacks, done at every switch out. */
 static void check_canary(const struct weft_coro *self)
 {
     if (unlikely(!weft__stack_intact(&self->stack)))
-        weft__coro_overflow(self, true);
+        weft__coro_overflow(self, "canary broken");
 }
 
 static int refused(uint32_t state)

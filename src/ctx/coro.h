@@ -116,11 +116,12 @@ struct weft__thread *weft__tls_fresh(void);
  * Async-signal-safe: one write(2), no stdio. */
 _Noreturn void weft__coro_die(const struct weft_coro *co, const char *what);
 
-/* The same for a stack overflow, found by the guard's fault handler or,
- * with `canary`, by a broken canary:
- * "weft: stack overflow in coroutine 'NAME' (stack N KiB[, canary broken])".
+/* The same for a stack overflow, found by the guard's fault handler or
+ * by a broken canary; `note` (or NULL) says how:
+ * "weft: stack overflow in coroutine 'NAME' (stack N KiB[, NOTE])".
  * Async-signal-safe. */
-_Noreturn void weft__coro_overflow(const struct weft_coro *co, bool canary);
+_Noreturn void weft__coro_overflow(const struct weft_coro *co,
+                                   const char *note);
 
 _Static_assert(WEFT_CORO_SUSPENDED == 0,
                "the context switch publishes SUSPENDED by storing 0");

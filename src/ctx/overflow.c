@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -32,6 +33,10 @@ static size_t altstack_bytes;
 /* The dispositions ours replaced: [0] SIGSEGV, [1] SIGBUS.  Written before
  * ours is in place, only read afterwards. */
 static struct sigaction previous[2];
+
+/* How close to the guard a signal's frame may fail to fit (set at
+ * install: frame_did_not_fit). */
+static uintptr_t sigframe_bytes;
 
 static const int signals[2] = {SIGSEGV, SIGBUS};
 
@@ -55,6 +60,42 @@ static bool in_guard(const struct weft_coro *co, const siginfo_t *si)
     return (uintptr_t)si->si_addr - low < weft__stack_guard();
 }
 
+/* The stack pointer of the code the signal interrupted. */
+static uintptr_t interrupted_sp(const void *uc)
+{
+    const mcontext_t *m = &((const ucontext_t *)uc)->uc_mcontext;
+#if defined(__x86_64__)
+    return (uintptr_t)m->gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)m->sp;
+#else
+#error "overflow.c: no stack pointer in this architecture's ucontext"
+#endif
+}
+
+/*
+ * A signal whose handler has no alternate stack arrived while the
+ * coroutine running here had too little stack left for the signal's
+ * frame: the kernel could not write the frame, dropped that signal and
+ * sent SIGSEGV with SI_KERNEL and no address instead (the same code as a
+ * general protection fault, which is why the interrupted sp must be near
+ * the guard too).  "Near": within the largest frame the kernel writes
+ * (AT_MINSIGSTKSZ, which counts the CPU's whole register state: 3 KiB with
+ * AVX-512, 11 KiB with AMX's tiles), plus the red zone.
+ */
+static bool frame_did_not_fit(const struct weft_coro *co, const siginfo_t *si,
+                              const void *uc)
+{
+    if (si->si_code != SI_KERNEL || (co->flags & WEFT__CORO_ROOT) ||
+        co->stack.canary)
+        return false;
+    uintptr_t map = (uintptr_t)co->stack.map;
+    uintptr_t low = map + weft__stack_guard();
+    uintptr_t sp = interrupted_sp(uc);
+    return sp >= map && sp < low + sigframe_bytes &&
+           sp <= map + co->stack.size;
+}
+
 static void set_default(int sig)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -67,6 +108,10 @@ static void chain(int sig, siginfo_t *si, void *uc)
 {
     const struct sigaction *prev = previous_of(sig);
     bool sent = si->si_code <= 0;
+    /* SI_KERNEL: maybe a fault the instruction repeats, maybe the kernel's
+     * own SIGSEGV for a signal frame it could not write, which nothing
+     * repeats; raise it either way (a repeat then finds it pending). */
+    bool raised = sent || si->si_code == SI_KERNEL;
 
     if (!(prev->sa_flags & SA_SIGINFO) &&
         (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN)) {
@@ -78,7 +123,7 @@ static void chain(int sig, siginfo_t *si, void *uc)
         if (prev->sa_handler == SIG_IGN && sent)
             return;
         set_default(sig);
-        if (sent)
+        if (raised)
             raise(sig);
         return;
     }
@@ -108,7 +153,9 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     int saved_errno = errno;
     const struct weft_coro *co = weft__tls.current;
     if (in_guard(co, si))
-        weft__coro_overflow(co, false);
+        weft__coro_overflow(co, NULL);
+    if (frame_did_not_fit(co, si, uc))
+        weft__coro_overflow(co, "no room for a signal's frame");
     chain(sig, si, uc);
     errno = saved_errno;
 }
@@ -151,6 +198,13 @@ static bool install(void)
     if (bytes < 64 * 1024)
         bytes = 64 * 1024;
     altstack_bytes = (bytes + page - 1) & ~(page - 1);
+
+    /* Twice the kernel's largest signal frame, and at least 16 KiB: a
+     * margin for the red zone, alignment and a frame the handler of an
+     * earlier signal had already pushed. */
+    sigframe_bytes = 2 * (uintptr_t)getauxval(AT_MINSIGSTKSZ);
+    if (sigframe_bytes < 16 * 1024)
+        sigframe_bytes = 16 * 1024;
 
     struct sigaction sa = {.sa_sigaction = on_fault,
                            .sa_flags = SA_SIGINFO | SA_ONSTACK};

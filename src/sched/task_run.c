@@ -106,7 +106,7 @@ static __attribute__((noinline)) void switch_out_slow(struct weft_coro *self,
                                                       struct weft_coro *to)
 {
     if ((self->flags & WEFT__CORO_CANARY) && !weft__stack_intact(&self->stack))
-        weft__coro_overflow(self, true);
+        weft__coro_overflow(self, "canary broken");
     if (self->flags & WEFT__CORO_OBSERVED) {
         if (weft__trace_on())
             trace_switch(self, to);
@@ -209,7 +209,7 @@ static _Noreturn void task_finish(struct weft__task *t)
     if (unlikely(t->co.flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED))) {
         if ((t->co.flags & WEFT__CORO_CANARY) &&
             !weft__stack_intact(&t->co.stack))
-            weft__coro_overflow(&t->co, true);
+            weft__coro_overflow(&t->co, "canary broken");
         observed = observed && weft__trace_on();
         if (observed)
             weft__trace(WEFT__TE_FINISH,
