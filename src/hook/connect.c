@@ -100,17 +100,22 @@ HOOK_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
     int r = connect_nonblock(fd, fl, addr, len, &err);
     if (r < 0 && err == EAGAIN && addr && addr->sa_family == AF_UNIX)
         return unix_connect(fd, fl, addr, len, entry_errno);
-    if (r == 0 || err != EINPROGRESS) {
+    /* EALREADY: a connect again while the handshake an earlier one
+     * started goes on (after SO_SNDTIMEO ended that one): a blocking
+     * connect waits for it, as the first one does, and at SO_SNDTIMEO
+     * answers EALREADY again (Linux's __inet_stream_connect). */
+    if (r == 0 || (err != EINPROGRESS && err != EALREADY)) {
         errno = r == 0 ? entry_errno : err;
         return r;
     }
+    int started = err;
     struct hook_call c = {0};
     for (;;) {
         switch (hook_wait(fd, WEFT_OUT, SO_SNDTIMEO, &c)) {
         case HOOK_EAGAIN:
             /* What Linux's blocking connect answers at SO_SNDTIMEO: the
              * handshake goes on. */
-            errno = EINPROGRESS;
+            errno = started;
             return -1;
         case HOOK_CANCELED:
             errno = ECANCELED;

@@ -830,6 +830,38 @@ static void *tcp(void *arg)
         CHECK_EQ(close(s), 0);
     }
 
+    /* A blocking connect that ended at SO_SNDTIMEO (EINPROGRESS: its SYN
+     * met a full backlog and was dropped), then connect again: it waits
+     * as the first did, up to SO_SNDTIMEO (then EALREADY, as Linux's),
+     * and with no timeout until the handshake completes (0), once the
+     * listener has room for the SYN sent again. */
+    {
+        struct sockaddr_in fa;
+        int full = hk_listener(&fa, 0); /* room for one */
+        int first = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK_EQ(connect(first, (struct sockaddr *)&fa, sizeof fa), 0);
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        hk_set_timeo(s, SO_SNDTIMEO, 50);
+        errno = 0;
+        CHECK_EQ(connect(s, (struct sockaddr *)&fa, sizeof fa), -1);
+        CHECK_EQ(errno, EINPROGRESS);
+        uint64_t start = wt_now_ns();
+        errno = 0;
+        CHECK_EQ(connect(s, (struct sockaddr *)&fa, sizeof fa), -1);
+        CHECK_EQ(errno, EALREADY);
+        CHECK(wt_now_ns() - start >= MS(50));
+        hk_set_timeo(s, SO_SNDTIMEO, 0);
+        int a = accept(full, NULL, NULL); /* the first's: room now */
+        CHECK(a >= 0);
+        errno = EDOM;
+        CHECK_EQ(connect(s, (struct sockaddr *)&fa, sizeof fa), 0);
+        CHECK_EQ(errno, EDOM);
+        CHECK_EQ(close(a), 0);
+        CHECK_EQ(close(s), 0);
+        CHECK_EQ(close(first), 0);
+        CHECK_EQ(close(full), 0);
+    }
+
     /* A non-blocking listener with nothing queued: EAGAIN at once. */
     {
         hk_set_nonblock(l);
