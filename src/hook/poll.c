@@ -148,12 +148,13 @@ static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
     for (;;) {
         uint64_t now = hook_now();
         int w;
-        weft__hook_pin();
+        struct hook_park pk;
+        hook_park_begin(&pk);
         w = weft__hook_wait_fd(wait_fd, events,
                                deadline == UINT64_MAX ? UINT64_MAX
                                : now >= deadline      ? 0
                                                       : deadline - now);
-        weft__hook_unpin();
+        hook_park_end(&pk);
         if (w == -ECANCELED) {
             r = -1;
             entry_errno = ECANCELED;

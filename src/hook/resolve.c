@@ -99,10 +99,11 @@ static void *run(void *arg)
 static int offload(struct lookup *l)
 {
     atomic_init(&l->state, IDLE);
-    weft__hook_pin();
+    struct hook_park pk;
+    hook_park_begin(&pk);
     bool runs;
     int r = weft__hook_blocking(run, l, NULL, &runs);
-    weft__hook_unpin();
+    hook_park_end(&pk);
     if (r == 0)
         return 1;
     if (r != -ECANCELED)

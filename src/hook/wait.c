@@ -82,9 +82,10 @@ enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
         uint64_t now = hook_now();
         timeout = now >= c->deadline ? 0 : c->deadline - now;
     }
-    weft__hook_pin();
+    struct hook_park pk;
+    hook_park_begin(&pk);
     int r = weft__hook_wait_fd(fd, events, timeout);
-    weft__hook_unpin();
+    hook_park_end(&pk);
     if (r >= 0)
         return HOOK_RETRY;
     switch (r) {
@@ -104,8 +105,9 @@ enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
 
 int hook_sleep(uint64_t ns)
 {
-    weft__hook_pin();
+    struct hook_park pk;
+    hook_park_begin(&pk);
     int r = weft_sleep(ns);
-    weft__hook_unpin();
+    hook_park_end(&pk);
     return r;
 }

@@ -39,6 +39,16 @@ enum hook_outcome {
                             blocking call                                */
 };
 
+/* A park inside a hooked call: hook_park_begin before it, hook_park_end
+ * after, around weft's wait.  They pin the task to its thread
+ * (weft__hook_pin) and keep its OpenSSL error queue as it was (park.c). */
+struct hook_park {
+    bool clear_openssl;  /* the queue was empty: empty it again at the end */
+};
+
+void hook_park_begin(struct hook_park *pk);
+void hook_park_end(struct hook_park *pk);
+
 /* Wait until fd is ready for `events` (WEFT_IN/WEFT_OUT), as the call
  * would have: `timeout_opt` is SO_RCVTIMEO, SO_SNDTIMEO, or 0 (none). */
 enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,

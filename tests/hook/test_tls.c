@@ -265,6 +265,64 @@ static void test_tls_echo(void **state)
     WT_CLEAN();
 }
 
+/* ------------------------------------------------------------------ */
+/* The error queue of a task parked in a hooked call                     */
+
+struct queue_run {
+    int sv[2];
+    atomic_long reader_tid, failer_tid;
+};
+
+/* Follows OpenSSL's rule (an empty queue before the call), then blocks in
+ * read as a BIO would: the hook parks it, and its thread runs others. */
+static void *queue_reader(void *arg)
+{
+    struct queue_run *q = arg;
+    atomic_store(&q->reader_tid, hk_tid());
+    ERR_clear_error();
+    char c;
+    CHECK_EQ(read(q->sv[0], &c, 1), 1);
+    CHECK_EQ(hk_tid(), atomic_load(&q->reader_tid)); /* pinned */
+    /* Not the entry the failer left on this thread. */
+    CHECK_EQ(ERR_peek_error(), 0);
+    return NULL;
+}
+
+/* A task whose handshake failed and that gave up: it leaves its entry in
+ * the queue of the thread it ran on, then wakes the reader. */
+static void *queue_failer(void *arg)
+{
+    struct queue_run *q = arg;
+    atomic_store(&q->failer_tid, hk_tid());
+    ERR_raise(ERR_LIB_SSL, SSL_R_CERTIFICATE_VERIFY_FAILED);
+    CHECK(ERR_peek_error() != 0);
+    CHECK_EQ(write(q->sv[1], "x", 1), 1);
+    return NULL;
+}
+
+static void test_queue_kept_across_park(void **state)
+{
+    (void)state;
+    assert_true(hk_hook_loaded());
+    static struct queue_run q;
+    memset(&q, 0, sizeof q);
+    hk_pair(q.sv);
+    /* One worker, no spares: the failer runs on the reader's thread,
+     * while the reader is parked. */
+    weft_pool *p = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    weft_task *reader, *failer;
+    assert_int_equal(weft_spawn(&reader, p, queue_reader, &q, NULL), 0);
+    hk_wait_parked(p, 1);
+    assert_int_equal(weft_spawn(&failer, p, queue_failer, &q, NULL), 0);
+    assert_int_equal(weft_sync_wait(failer, NULL), 0);
+    assert_int_equal(weft_sync_wait(reader, NULL), 0);
+    assert_int_equal(atomic_load(&q.failer_tid), atomic_load(&q.reader_tid));
+    wt_destroy(p);
+    close(q.sv[0]);
+    close(q.sv[1]);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
@@ -272,6 +330,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         WT_TEST1(test_tls_echo),
+        WT_TEST1(test_queue_kept_across_park),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
