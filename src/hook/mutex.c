@@ -107,7 +107,7 @@ HOOK_API int pthread_mutex_lock(pthread_mutex_t *m)
     uint64_t nap = NAP_FIRST_NS;
     do {
         weft__hook_pin();
-        int n = weft__hook_nap(nap);
+        int n = weft__hook_nap(nap, WEFT__HOOK_NAP_MUTEX);
         weft__hook_unpin();
         if (n != 0) {
             /* No timer to nap on: block the thread, as libc. */

@@ -66,6 +66,8 @@ __attribute__((constructor(101))) void weft_hook_resolve(void)
     LOOK_UP(fcntl);
     LOOK_UP(pthread_mutex_trylock);
     LOOK_UP(pthread_mutex_unlock);
+    LOOK_UP(pthread_join);
+    LOOK_UP(pthread_tryjoin_np);
     LOOK_UP(fcntl64);
     LOOK_UP(ioctl);
     LOOK_UP(setsockopt);

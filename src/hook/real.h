@@ -53,6 +53,8 @@ struct weft_hook_real {
     int (*pthread_mutex_lock)(pthread_mutex_t *);
     int (*pthread_mutex_trylock)(pthread_mutex_t *);
     int (*pthread_mutex_unlock)(pthread_mutex_t *);
+    int (*pthread_join)(pthread_t, void **);
+    int (*pthread_tryjoin_np)(pthread_t, void **);
     int (*close)(int);
     int (*socket)(int, int, int);
     int (*socketpair)(int, int, int, int[2]);

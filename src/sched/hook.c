@@ -66,17 +66,21 @@ WEFT_EXPORT void weft__hook_unpin(void)
     t->pin = NULL;
 }
 
-static const struct weft__wait_kind nap_kind = {WEFT__WR_MUTEX,
-                                                "pthread mutex",
-                                                WEFT__WK_NOCANCEL, NULL};
+static const struct weft__wait_kind nap_kinds[] = {
+    [WEFT__HOOK_NAP_MUTEX] = {WEFT__WR_MUTEX, "pthread mutex",
+                              WEFT__WK_NOCANCEL, NULL},
+    [WEFT__HOOK_NAP_JOIN] = {WEFT__WR_OTHER, "pthread join",
+                             WEFT__WK_NOCANCEL, NULL},
+};
 
 /* Park the calling task for ns, pinned, whatever a cancel says: the wait
- * of a pthread_mutex_lock, which cannot fail.  Returns 0, or -ENOMEM when
- * the timer cannot be armed (nothing waited). */
-WEFT_EXPORT int weft__hook_nap(uint64_t ns)
+ * of a pthread_mutex_lock or a pthread_join, which cannot fail that way.
+ * Returns 0, or -ENOMEM when the timer cannot be armed (nothing waited). */
+WEFT_EXPORT int weft__hook_nap(uint64_t ns, enum weft__hook_nap_for what)
 {
     struct weft__wait w;
-    weft__wait_init_nocancel(&w, weft__deadline_after(ns), &nap_kind, NULL);
+    weft__wait_init_nocancel(&w, weft__deadline_after(ns), &nap_kinds[what],
+                             NULL);
     uint32_t outcome = weft__wait_block(&w);
     return outcome == WEFT__W_TIMEDOUT && !w.nomem ? 0 : -ENOMEM;
 }
