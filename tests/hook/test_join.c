@@ -10,6 +10,17 @@
  */
 #include "hk.h"
 
+/* ThreadSanitizer's own pthread_join forgets the thread it is asked to
+ * join before it calls libc's, the caller too: the pool's join of that
+ * worker then fails one of its checks.  No self-join under it. */
+#if defined(__SANITIZE_THREAD__)
+#define JOIN_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define JOIN_UNDER_TSAN 1
+#endif
+#endif
+
 struct join_run {
     weft_pool *pool;
     atomic_bool release; /* the thread ends once this is set */
@@ -103,7 +114,9 @@ static void *join_edges(void *arg)
     void *ret = NULL;
     CHECK_EQ(pthread_join(th, &ret), 0);
     CHECK_EQ((uintptr_t)ret, 7);
+#ifndef JOIN_UNDER_TSAN
     CHECK_EQ(pthread_join(pthread_self(), NULL), EDEADLK);
+#endif
     return NULL;
 }
 
