@@ -378,13 +378,14 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
     if (h == self->done || (self->inlined && h == self->inlined->done))
         return -EINVAL;
 
-    if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
-        WEFT__WAITER_DONE) {
+    uintptr_t waiter = atomic_load_explicit(&h->waiter, memory_order_acquire);
+    if (waiter != WEFT__WAITER_DONE) {
         /* Timeout 0 never waits, so a cancelled task gets its
          * -ETIMEDOUT too (weft/weft.h, "Timeouts"); a lazy t does not
-         * start. */
+         * start.  Another wait for it parked (a task, or a thread tagged
+         * WEFT__WAITER_THREAD): -EBUSY, as for any timeout. */
         if (nowait)
-            return -ETIMEDOUT;
+            return waiter ? -EBUSY : -ETIMEDOUT;
         /* A cancelled task starts no wait, and running its body here
          * could be one (its waits are its own, not ours, to cancel). */
         if (atomic_load_explicit(&weft__task_body(self)->cancelled,

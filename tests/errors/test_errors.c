@@ -1520,6 +1520,24 @@ static int await_for_busy(void)
     return rc;
 }
 
+/* Timeout 0 too: -EBUSY, not -ETIMEDOUT ("not yet" would send the caller
+ * round again for a handle another wait holds). */
+static int await_for_busy_now(void)
+{
+    void *r = OLD;
+    int rc = weft_await_for(held_with_waiter(false), &r, 0);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int await_all_for_busy_now(void)
+{
+    weft_task *ts[1] = {held_with_waiter(false)};
+    int rc = weft_await_all_for(ts, 1, NULL, 0);
+    CHECK_PTR_EQ(ts[0], g_pending);
+    return rc;
+}
+
 static int await_all_busy(void)
 {
     weft_task *ts[1] = {held_with_waiter(false)};
@@ -3559,6 +3577,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_await_for, "still running, timeout 0, in a cancelled task (not consumed)", -ETIMEDOUT, TASK, await_for_zero_cancelled, after_release),
     {"weft_await_for", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_FOR_LAZY_NOMEM, after_pending, true},
     ROW_AFTER(weft_await_for, "another wait for it parked (not consumed)", -EBUSY, TASK, await_for_busy, after_release_joined),
+    ROW_AFTER(weft_await_for, "another wait for it parked, timeout 0 (not consumed)", -EBUSY, TASK, await_for_busy_now, after_release_joined),
     {"weft_await_for", "a lazy task, no memory for the timer (it did not start)", -ENOMEM, NULL, FRESH, AWAIT_FOR_LAZY_TIMER_NOMEM, NULL, true},
     ROW(weft_await_all, "`ts` NULL with `n` > 0", -EINVAL, TASK,
         await_all_ts_null),
@@ -3575,6 +3594,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_await_all_for, "still running, timeout 0, in a cancelled task (not consumed)", -ETIMEDOUT, TASK, await_all_for_zero_cancelled, after_release),
     ROW_AFTER(weft_await_all, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_busy, after_release_joined),
     ROW_AFTER(weft_await_all_for, "another wait for one parked (none consumed)", -EBUSY, TASK, await_all_for_busy, after_release_joined),
+    ROW_AFTER(weft_await_all_for, "another wait for one parked, timeout 0 (none consumed)", -EBUSY, TASK, await_all_for_busy_now, after_release_joined),
     NOMEM(weft_await_all_for, "no memory for the timer (not consumed)", FRESH, await_all_for_nomem),
     {"weft_await_all", "a lazy task, no memory for its stack (not consumed)", -ENOMEM, NULL, TASK, AWAIT_ALL_LAZY_NOMEM, after_pending, true},
     ROW(weft_task_cancel, "NULL", -EINVAL, PLAIN, task_cancel_null),
