@@ -91,8 +91,12 @@ static int wait_stop(weft_pool *p, void *arg)
             return 0;
         if (atomic_load_explicit(&d->give_up, memory_order_acquire))
             return give_up(p, -ECANCELED);
+        /* At the deadline, a pool drained already stops now: its workers
+         * may not have parked since the shutdown (a timeout of 0 looks
+         * before any could), and `stop` is set by the first that parks. */
         if (d->deadline && weft__now_ns() >= d->deadline)
-            return give_up(p, -ETIMEDOUT);
+            return weft__pool_stop_if_drained(p) ? 0
+                                                 : give_up(p, -ETIMEDOUT);
         weft__parker_park(&d->parker, d->deadline, 0);
     }
 }

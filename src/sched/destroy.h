@@ -8,6 +8,8 @@
 
 #include <weft/pool.h>
 
+#include <stdbool.h>
+
 #include "sched/parker.h"
 
 /*
@@ -23,5 +25,13 @@
  */
 int weft__pool_destroy(weft_pool *p, struct weft__parker *parker,
                        int (*wait_stop)(weft_pool *p, void *arg), void *arg);
+
+/*
+ * weft__pool_stop_if_drained - the destroyer's own look at the drain, at
+ * its deadline: sets `stop` (and wakes the workers) if p is drained, as
+ * the worker that parks first would.  Returns whether `stop` is set.
+ * Under idle_lock, as a worker's look.
+ */
+bool weft__pool_stop_if_drained(weft_pool *p);
 
 #endif /* WEFT_SCHED_DESTROY_H */

@@ -931,6 +931,14 @@ static bool check_stop(weft_pool *p)
     return true;
 }
 
+bool weft__pool_stop_if_drained(weft_pool *p)
+{
+    weft__spin_lock(&p->idle_lock);
+    bool stopped = check_stop(p);
+    weft__spin_unlock(&p->idle_lock);
+    return stopped;
+}
+
 /* ------------------------------------------------------------- memory */
 
 /*

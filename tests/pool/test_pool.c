@@ -452,6 +452,32 @@ static void test_destroy_idle(void **state)
     WT_CLEAN();
 }
 
+/* weft_pool_destroy_for with timeout 0 on a pool with no task: drained,
+ * so the destroy ends now (pool.h), from a plain thread and from a task
+ * of another pool; its workers need not have parked since the shutdown. */
+static void *destroy_now(void *arg)
+{
+    CHECK_EQ(weft_pool_destroy_for(arg, 0), 0);
+    return NULL;
+}
+
+static void test_destroy_now_when_drained(void **state)
+{
+    unsigned n = WT_NTHREADS(state);
+    weft_pool *other = wt_pool(1);
+    for (int i = 0; i < 40; i++) {
+        weft_pool *p = wt_pool(n);
+        if (i % 4 == 1)
+            assert_int_equal(I(wt_run(p, ret_arg, P(i))), i);
+        if (i % 2)
+            wt_run(other, destroy_now, p);
+        else
+            assert_int_equal(weft_pool_destroy_for(p, 0), 0);
+    }
+    wt_destroy(other);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* Worker names                                                         */
 
@@ -592,6 +618,7 @@ int main(void)
         WT_TEST(test_shutdown_refuses),
         WT_TEST(test_destroy_drains),
         WT_TEST(test_destroy_idle),
+        WT_TEST(test_destroy_now_when_drained),
         WT_TEST(test_thread_names),
         WT_TEST(test_stack_size_option),
     };
