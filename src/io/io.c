@@ -320,10 +320,28 @@ static ssize_t try_read(int fd, void *arg)
  * short read that came with it already queued has seen its only report.
  * The count is read (acquire) before hup, so a report counted in it has
  * its hup seen.  After any wait, read: a thread's poll(2) moves no count.
+ * A count that has not moved says nothing came that the poller has seen
+ * (a busy worker's poller may not have looked), so a call that ends
+ * without waiting (timeout 0, a cancelled task) reads before it fails.
  * Only stream sockets: a datagram read returns one datagram however many
  * are queued, and other files have other rules.  Not for borrowed fds:
  * their registrations count nothing.
  */
+/* One try of read_owned's: its result, or WOULD_BLOCK; a short read of
+ * a stream marks the fd drained at `mark`, anything else clears it. */
+static ssize_t read_and_mark(struct weft__fd *rec, int fd,
+                             struct read_arg *a, bool stream, uint64_t mark)
+{
+    ssize_t r = try_read(fd, a);
+    if (r == WOULD_BLOCK)
+        return r;
+    if (stream)
+        atomic_store_explicit(&rec->drained,
+                              r > 0 && (size_t)r < a->len ? mark : 0,
+                              memory_order_relaxed);
+    return owned_failed(fd, r);
+}
+
 static ssize_t read_owned(struct weft__fd *rec, int fd, struct read_arg *a,
                           uint64_t deadline, bool nowait)
 {
@@ -338,22 +356,28 @@ static ssize_t read_owned(struct weft__fd *rec, int fd, struct read_arg *a,
     for (;;) {
         uint64_t seq = weft__fd_seq(rec); /* before the try: fd.c */
         uint64_t mark = 1 + (uint32_t)seq; /* the IN count, never 0 */
-        if (!stream || waited ||
-            atomic_load_explicit(&rec->drained, memory_order_relaxed) != mark ||
-            atomic_load_explicit(&rec->hup, memory_order_relaxed)) {
-            ssize_t r = try_read(fd, a);
-            if (r != WOULD_BLOCK) {
-                if (stream)
-                    atomic_store_explicit(
-                        &rec->drained,
-                        r > 0 && (size_t)r < a->len ? mark : 0,
-                        memory_order_relaxed);
-                return owned_failed(fd, r);
-            }
+        bool skip = stream && !waited &&
+                    atomic_load_explicit(&rec->drained,
+                                         memory_order_relaxed) == mark &&
+                    !atomic_load_explicit(&rec->hup, memory_order_relaxed);
+        if (!skip) {
+            ssize_t r = read_and_mark(rec, fd, a, stream, mark);
+            if (r != WOULD_BLOCK)
+                return r;
         }
         int err = wait_ready(rec, fd, WEFT_IN, seq, deadline, nowait);
-        if (err)
+        if (err) {
+            /* The count says nothing came that the poller has seen, not
+             * that nothing came: a call that may not wait (timeout 0, a
+             * cancelled task) or that could not, reads before it fails
+             * (weft/weft.h: what can complete at once does). */
+            if (skip) {
+                ssize_t r = read_and_mark(rec, fd, a, stream, mark);
+                if (r != WOULD_BLOCK)
+                    return r;
+            }
             return err;
+        }
         waited = true;
     }
 }

@@ -553,6 +553,50 @@ static void test_timeouts(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* After a short read, data is read when the call may not wait          */
+
+/* An owned stream socket read short (its queue emptied), then more comes:
+ * a call that ends without waiting (timeout 0, a cancelled task) reads
+ * it, though no readiness report has been counted since (the task has
+ * not let its worker poll; a plain thread has no poller). */
+static void short_read_then_more(int sv[2], bool cancel)
+{
+    char buf[100];
+    CHECK_EQ(write(sv[1], "x", 1), 1);
+    CHECK_EQ(weft_read(sv[0], buf, sizeof buf), 1); /* short: 1 of 100 */
+    CHECK_EQ(write(sv[1], "yz", 2), 2);
+    if (cancel)
+        CHECK_EQ(weft_read(sv[0], buf, sizeof buf), 2);
+    else
+        CHECK_EQ(weft_read_for(sv[0], buf, sizeof buf, 0), 2);
+    CHECK(memcmp(buf, "yz", 2) == 0);
+    /* Nothing more: now it would have to wait. */
+    CHECK_EQ(weft_read_for(sv[0], buf, sizeof buf, 0), -ETIMEDOUT);
+}
+
+static void *short_read_task(void *arg)
+{
+    int *sv = arg;
+    short_read_then_more(sv, false);
+    CHECK_EQ(weft_task_cancel(weft_task_current()), 0);
+    short_read_then_more(sv, true);
+    return NULL;
+}
+
+static void test_short_read_then_ready(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    assert_int_equal(weft_fd_adopt(sv[0]), 0);
+    short_read_then_more(sv, false); /* plain thread */
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    wt_run(p, short_read_task, sv);
+    wt_destroy(p);
+    iot_close_pair(sv);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
 /* A timeout holds under a stream of signals                            */
 
 /* The reading thread, and whether it still waits: a signal every 2 ms
@@ -776,6 +820,7 @@ int main(void)
         WT_TEST(test_many_waiters),
         WT_TEST(test_timeouts),
         WT_TEST1(test_timeout_under_signals),
+        WT_TEST(test_short_read_then_ready),
         WT_TEST(test_timer_while_polling),
         WT_TEST(test_other_pool),
         WT_TEST(test_ping_pong),
