@@ -125,6 +125,7 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
      * may hold it this moment (dump.c), whose unlock must not be undone. */
     t->cur_wait = NULL;
     t->started = false;
+    t->running_inline = false;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
     uint64_t id = weft__id_new();
     h->id = id;
@@ -400,8 +401,8 @@ WEFT_EXPORT void *weft_task_room(const weft_task *h)
 WEFT_EXPORT int weft_task_start(weft_task *h, weft_pool *pool)
 {
     /* LAZY is the handle holder's flag, and the caller holds the handle:
-     * while it is set, nobody else knows the task (and it has its run
-     * record). */
+     * while it is set, nobody else starts the task (and it has its run
+     * record); a cancel may change its references. */
     if (!h || !pool)
         return -EINVAL;
     uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
@@ -410,12 +411,19 @@ WEFT_EXPORT int weft_task_start(weft_task *h, weft_pool *pool)
     int err = weft__pool_arrive(pool);
     if (err)
         return err;
-    /* It was IDLE with the handle's and its life's references; the queue
-     * entry adds one. */
-    queue_new(h->run, pool,
-              ((s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
-               WEFT__T_SCHEDULED) +
-                  WEFT__T_REF);
+    /* It was IDLE and LAZY with the handle's and its life's references;
+     * it becomes SCHEDULED, and the queue entry adds one.  An add, not
+     * queue_new's store: a weft_task_cancel through a borrowed pointer
+     * may be adding or dropping its reference meanwhile.  Release: as
+     * queue_new's. */
+    struct weft__task *t = h->run;
+    t->pool = pool;
+    atomic_store_explicit(&t->spawned_on, pool, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->state,
+                              (uint64_t)WEFT__T_SCHEDULED - WEFT__T_LAZY +
+                                  WEFT__T_REF,
+                              memory_order_release);
+    weft__pool_submit(pool, t);
     return 0;
 }
 

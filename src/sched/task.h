@@ -159,6 +159,10 @@ struct weft__task {
      * owns the task (await.c, try_inline). */
     _Atomic(weft_pool *) spawned_on;
     bool started;                 /* has a context (its runner's field)   */
+    /* Its body runs inline in its awaiter's (await.c, try_inline), whose
+     * claim from the awaiter's own deque leaves the state SCHEDULED: the
+     * dump's reading of it as running (its runner's field). */
+    bool running_inline;
     /* In a free record: `done` is a free handle that stays with it, for
      * the next task made from it (records.c, "Pairs"). */
     bool paired;
@@ -286,11 +290,13 @@ static inline void weft__task_consume(struct weft_task *h, void **result)
  * RUNNING and STARTED, and no longer LAZY. */
 static inline void weft__task_start_here(struct weft_task *h)
 {
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
-    atomic_store_explicit(&h->state,
-                          (s & ~(uint64_t)(WEFT__T_LIFECYCLE | WEFT__T_LAZY)) |
-                              WEFT__T_RUNNING | WEFT__T_STARTED,
-                          memory_order_relaxed);
+    /* IDLE and LAZY to RUNNING and STARTED.  An add, not a store of what
+     * was read: a weft_task_cancel through a borrowed pointer may be
+     * adding or dropping its reference meanwhile (task.c). */
+    atomic_fetch_add_explicit(&h->state,
+                              (uint64_t)WEFT__T_RUNNING + WEFT__T_STARTED -
+                                  WEFT__T_LAZY,
+                              memory_order_relaxed);
 }
 
 /* ----------------------------------------------------- running (task_run.c) */
