@@ -285,7 +285,12 @@ WEFT_API int weft_task_cancel(weft_task *t);
  * its number of running threads, and the round trip sleeps and wakes
  * nobody (Go's main goroutine).  The calling thread runs the task it
  * waits for and the lazy tasks that one awaits, never another task: a
- * lock it holds around the call is safe from unrelated tasks.  As after
+ * lock it holds around the call is safe from unrelated tasks.  A lazy
+ * task that such an await started and gave up on (a timeout, a cancel)
+ * runs on, on no pool, where nothing but this thread can run it: the call
+ * returns once t has ended and those tasks too (one that never ends, say
+ * detached while it waits for something that comes only after the call,
+ * keeps it from returning).  As after
  * any call that can wait, t may continue on either thread.
  * Returns 0, -EINVAL (t NULL), -EDEADLK (called on a pool worker or inside a
  * coroutine: t is not consumed), -ENOMEM (t is lazy and no stack could be

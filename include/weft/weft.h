@@ -29,7 +29,8 @@
  *     runs leave it running on its thread (its result is dropped);
  *   - weft_await, weft_await_for, weft_await_all, weft_await_all_for: a
  *     lazy task they started runs on after their failure (its handle is
- *     not consumed: await it again);
+ *     not consumed: await it again; on no pool, it runs on the thread in
+ *     weft_sync_wait, which waits for it too: weft/task.h);
  *   - weft_cond_wait, weft_cond_wait_for: -ETIMEDOUT and -ECANCELED come
  *     after the mutex was released and locked again;
  *   - weft_pool_destroy, weft_pool_destroy_for: -ETIMEDOUT or -ECANCELED

@@ -46,6 +46,7 @@
  * wait); and not for weft_await_for: an inline body runs to its end on the
  * awaiter's stack, and no timeout could end it.
  */
+#include "sched/driver.h"
 #include "sched/task.h"
 
 #include "base/compiler.h"
@@ -354,6 +355,8 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
     }
     t->pool = self->pool;
     t->driver = self->driver;
+    if (t->driver)
+        t->driver->bound++; /* on its thread: self runs there */
     if (t->pool)
         (void)weft__pool_arrive(t->pool); /* from its own worker: cannot fail */
     weft__task_start_here(h);

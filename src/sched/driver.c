@@ -11,7 +11,8 @@
  *   - a waker that counted itself in before that read is waited for;
  *   - one that comes after cannot exist: `done` is set by the target's
  *     end, the last event of the target, and only the target's own tasks
- *     (which have ended with it, or moved to a pool) are queued here.
+ *     are queued here, which the thread waits for too (`bound`: each has
+ *     ended, or moved to a pool) before it reads `wakers`.
  * The count is at most a few instructions away from 0 when the thread
  * looks (unpark makes no system call while the thread is awake), so the
  * thread spins for it.
@@ -116,12 +117,14 @@ static int sync_wait(weft_task *h, void **result, bool keep)
     atomic_init(&d.done, 0);
     atomic_init(&d.wakers, 0);
     weft__timers_init(&d.timers);
+    d.bound = 0;
     st->driver = &d;
 
     if (lazy) {
         /* Lazy: it runs here until it first suspends, and here again
          * whenever it is woken while it belongs to no pool. */
         t->driver = &d;
+        d.bound = 1;
         atomic_store_explicit(&h->waiter,
                               (uintptr_t)&d | WEFT__WAITER_THREAD,
                               memory_order_relaxed);
@@ -144,7 +147,10 @@ static int sync_wait(weft_task *h, void **result, bool keep)
         }
     }
 
-    while (!atomic_load_explicit(&d.done, memory_order_acquire)) {
+    /* Until the target ended, and every task that belongs here with it:
+     * a lazy task an await of it started and gave up on (a timeout, a
+     * cancel) runs on, on this thread alone, and wakes it through d. */
+    while (!atomic_load_explicit(&d.done, memory_order_acquire) || d.bound) {
         struct weft__task *n = driver_pop(&d);
         if (n) {
             if (weft__task_claim_queued(n))

@@ -4,7 +4,9 @@
  *
  * A plain thread inside weft_sync_wait runs the tasks that belong to it (a
  * lazy task it started, and the lazy tasks that one awaits, until they
- * move to a pool) until its target ends.  The driver lives on that
+ * move to a pool) until its target has ended, and with it every task that
+ * still belongs to it (a lazy task an await started and then gave up on,
+ * detached, runs on there: nothing else could run it).  The driver lives on that
  * thread's stack; driver.c has the hand-off that makes that safe.
  */
 #ifndef WEFT_SCHED_DRIVER_H
@@ -26,7 +28,18 @@ struct weft__driver {
     _Atomic uint32_t done;            /* the target ended                 */
     _Atomic uint32_t wakers;          /* wakes in flight (driver.c)       */
     struct weft__timers timers;       /* timed waits of its tasks         */
+    /* Tasks that belong to it and have not ended (a lazy target, the lazy
+     * tasks they started: await.c), but for those that moved to a pool.
+     * Only its thread counts, in those tasks' starts, ends and moves. */
+    unsigned bound;
 };
+
+/* t, which belongs to d (t->driver), ended or moved to a pool: its count
+ * in d goes.  On d's thread. */
+static inline void weft__driver_unbind(struct weft__driver *d)
+{
+    d->bound--;
+}
 
 /* Queue t (SCHEDULED, holding its entry's reference) on d and wake d's
  * thread.  Any thread. */

@@ -205,6 +205,10 @@ static void *finish_action(void *arg, void *val)
 static _Noreturn void task_finish(struct weft__task *t)
 {
     struct weft__thread *th = weft__tls_fresh();
+    /* A task of a weft_sync_wait thread ends there: its count goes
+     * (driver.h), before the end of a target sets the driver done. */
+    if (t->driver)
+        weft__driver_unbind(t->driver);
     bool observed = t->co.flags & WEFT__CORO_OBSERVED;
     if (unlikely(t->co.flags & (WEFT__CORO_CANARY | WEFT__CORO_OBSERVED))) {
         if ((t->co.flags & WEFT__CORO_CANARY) &&

@@ -2,6 +2,7 @@
  * sched/yield.c — weft_schedule (move to a pool) and weft_yield (let the
  * queued tasks run first).
  */
+#include "sched/driver.h"
 #include "sched/task.h"
 
 #include "base/compiler.h"
@@ -22,7 +23,10 @@ static void *move_action(void *arg, void *val)
         if (self->pool)
             weft__pool_leave(self->pool);
         self->pool = m->to;
-        self->driver = NULL;
+        if (self->driver) {
+            weft__driver_unbind(self->driver); /* on its thread */
+            self->driver = NULL;
+        }
     }
     weft_pool *pool = self->pool; /* before it can run elsewhere */
     /* Moving from a thread in weft_sync_wait: take an idle worker's place

@@ -1083,6 +1083,65 @@ static void test_sync_wait_lazy_resumes_on_caller(void **state)
     WT_CLEAN();
 }
 
+/* A task of weft_sync_wait's thread on no pool starts a lazy child with
+ * an await that gives up (a timeout), detaches it and returns: the child
+ * runs on, on that thread alone, so weft_sync_wait returns only once it
+ * has ended too (weft/task.h).  The child waits on an event that a thread
+ * sets once the parent has returned, or sleeps on the driver's timer. */
+struct orphan {
+    weft_event ev;
+    bool sleep;
+    atomic_bool parent_returned;
+    atomic_bool child_done;
+    pthread_t caller;
+};
+
+static void *orphan_child(void *arg)
+{
+    struct orphan *o = arg;
+    CHECK_EQ(o->sleep ? weft_sleep(MS(20)) : weft_event_wait(&o->ev), 0);
+    CHECK(pthread_equal(pthread_self(), o->caller));
+    atomic_store(&o->child_done, true);
+    return NULL;
+}
+
+static void *orphan_parent(void *arg)
+{
+    struct orphan *o = arg;
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, orphan_child, o, NULL), 0);
+    CHECK_EQ(weft_await_for(t, NULL, MS(2)), -ETIMEDOUT);
+    CHECK_EQ(weft_task_detach(t), 0);
+    atomic_store(&o->parent_returned, true);
+    return NULL;
+}
+
+static void *orphan_setter(void *arg)
+{
+    struct orphan *o = arg;
+    while (!atomic_load(&o->parent_returned))
+        sched_yield();
+    weft_event_set(&o->ev);
+    return NULL;
+}
+
+static void test_sync_wait_outlived_lazy_child(void **state)
+{
+    (void)state;
+    for (int sleep = 0; sleep < 2; sleep++) {
+        struct orphan o = {.sleep = sleep, .caller = pthread_self()};
+        weft_event_init(&o.ev);
+        pthread_t th = wt_thread(orphan_setter, &o);
+        weft_task *t;
+        assert_int_equal(weft_task_create(&t, orphan_parent, &o, NULL), 0);
+        assert_int_equal(weft_sync_wait(t, NULL), 0);
+        assert_true(atomic_load(&o.parent_returned));
+        assert_true(atomic_load(&o.child_done));
+        wt_join(th);
+    }
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* schedule / yield                                                     */
 
@@ -2121,6 +2180,7 @@ int main(void)
         WT_TEST(test_await_self),
         WT_TEST(test_detach_all_run),
         WT_TEST(test_detach_lazy_never_runs),
+        WT_TEST1(test_sync_wait_outlived_lazy_child),
         WT_TEST(test_detach_states),
         WT_TEST(test_sync_wait_lazy_hop),
         WT_TEST1(test_sync_wait_lazy_no_hop),
