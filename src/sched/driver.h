@@ -6,8 +6,8 @@
  * lazy task it started, and the lazy tasks that one awaits, until they
  * move to a pool) until its target has ended, and with it every task that
  * still belongs to it (a lazy task an await started and then gave up on,
- * detached, runs on there: nothing else could run it).  The driver lives on that
- * thread's stack; driver.c has the hand-off that makes that safe.
+ * detached, runs on there: nothing else could run it).  The driver lives
+ * on that thread's stack; driver.c has the hand-off that makes that safe.
  */
 #ifndef WEFT_SCHED_DRIVER_H
 #define WEFT_SCHED_DRIVER_H
