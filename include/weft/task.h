@@ -313,6 +313,15 @@ WEFT_API int weft_task_detach(weft_task *t);
  */
 WEFT_API weft_task *weft_task_current(void);
 
+/*
+ * weft_task_cancelled - 1 if the calling task (the one weft_task_current
+ * names) has been cancelled (weft_task_cancel), else 0; 0 on a plain
+ * thread and in a standalone coroutine.  For a body that computes for long
+ * without a call that can wait (Go's ctx.Err()): its waits would say
+ * -ECANCELED, and a loop that makes none can ask.  Any context.
+ */
+WEFT_API int weft_task_cancelled(void);
+
 /* weft_task_name - t's name ("task" by default); "" for NULL.  Valid while
  * the handle is; a rename by t itself (weft_task_set_name) rewrites it in
  * place. */

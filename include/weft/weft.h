@@ -60,8 +60,9 @@
  * -ECANCELED; a call that can complete without waiting does so even in a
  * cancelled task (a free mutex, a set event, a ready fd, an ended task,
  * weft_sleep(0)), as a ready case wins over a cancelled context in Go's
- * select.  Only tasks are cancelled: on a plain thread nothing returns
- * -ECANCELED.  The exceptions: the condition variable's re-lock, which
+ * select.  A task that computes without such calls asks for the flag
+ * with weft_task_cancelled.  Only tasks are cancelled: on a plain thread
+ * nothing returns -ECANCELED.  The exceptions: the condition variable's re-lock, which
  * waits for the mutex even in a cancelled task (weft_cond_wait returns
  * -ECANCELED holding it); and the I/O calls in a task that weft_sync_wait
  * runs on no pool, which block its thread in poll(2) and see a

@@ -923,6 +923,10 @@ inline weft_task *current() noexcept { return weft_task_current(); }
 /* Its id (weft_task_id), 0 on a plain thread. */
 inline std::uint64_t id() noexcept { return weft_task_id(weft_task_current()); }
 
+/* Whether it has been cancelled (weft_task_cancelled): a long computation
+ * that makes no call that can wait asks this to stop early. */
+inline bool cancelled() noexcept { return weft_task_cancelled() != 0; }
+
 } // namespace this_task
 
 /* ----------------------------------------------------- mutex, condvar */

@@ -475,6 +475,11 @@ WEFT_EXPORT weft_task *weft_task_current(void)
     return self ? weft__task_body(self)->done : NULL;
 }
 
+WEFT_EXPORT int weft_task_cancelled(void)
+{
+    return weft__cancelled();
+}
+
 WEFT_EXPORT const char *weft_task_name(const weft_task *h)
 {
     if (!h)

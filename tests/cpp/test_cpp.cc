@@ -938,7 +938,11 @@ static void test_this_task(void **)
     weft::this_task::sleep_until(clk::now() + 1ms);
     /* A cancelled task: operation_canceled, without sleeping. */
     auto c = weft::spawn(p, [] {
+        if (weft::this_task::cancelled())
+            return false;
         weft_task_cancel(weft::this_task::current());
+        if (!weft::this_task::cancelled())
+            return false;
         auto s = clk::now();
         try {
             weft::this_task::sleep_for(10s);
@@ -959,6 +963,7 @@ static void test_this_task(void **)
     assert_true(y.get());
     assert_null(weft::this_task::current());
     assert_int_equal(weft::this_task::id(), 0);
+    assert_false(weft::this_task::cancelled());
     CLEAN();
 }
 

@@ -1344,6 +1344,7 @@ static int version_string_value(void)
 static int coro_current_in_task(void) { return weft_coro_current() != NULL; }
 static int pool_current_plain(void) { return weft_pool_current() != NULL; }
 static int task_current_plain(void) { return weft_task_current() != NULL; }
+static int task_cancelled_plain(void) { return weft_task_cancelled(); }
 static int task_name_null(void) { return strcmp(weft_task_name(NULL), ""); }
 
 static int overflow_disable(void)
@@ -3609,6 +3610,7 @@ static const struct row rows[] = {
     ROW_AFTER(weft_sync_wait, "another wait for it parked (not consumed)", -EBUSY, PLAIN, sync_wait_busy, after_release_joined),
     ROW(weft_task_detach, "NULL", -EINVAL, PLAIN, task_detach_null),
     VAL(weft_task_current, "on a plain thread", 0, "NULL", task_current_plain),
+    VAL(weft_task_cancelled, "on a plain thread", 0, "0", task_cancelled_plain),
     VAL(weft_task_name, "NULL", 0, "\"\"", task_name_null),
     VAL(weft_task_room, "NULL", 0, "NULL", task_room_null),
     VAL(weft_task_room, "a task without a room", 0, "NULL", task_room_none),

@@ -330,7 +330,10 @@ static void *inline_body(void *arg)
     c->was_inline = weft__task_current() == c->host_task;
     weft_event_set(&c->entered);
     /* Bounded: a lost cancel fails as -ETIMEDOUT instead of hanging. */
-    return P(weft_event_wait_for(&c->release, MS(10000)));
+    int rc = weft_event_wait_for(&c->release, MS(10000));
+    /* The body's own cancel, not its host's (weft_task_current's). */
+    CHECK_EQ(weft_task_cancelled(), !c->cancel_host);
+    return P(rc);
 }
 
 static void *inline_host(void *arg)
@@ -338,9 +341,12 @@ static void *inline_host(void *arg)
     struct inline_case *c = arg;
     void *r = NULL;
     c->host_task = weft__task_current();
+    CHECK_EQ(weft_task_cancelled(), 0);
     CHECK_EQ(weft_spawn(&c->inner, weft_pool_current(), inline_body, c, NULL), 0);
     CHECK_EQ(weft_await(c->inner, &r), 0);
     c->inner_rc = (int)I(r);
+    /* Which of the two was cancelled, as the next wait says below. */
+    CHECK_EQ(weft_task_cancelled(), c->cancel_host);
     c->host_next_rc = weft_sleep(1);
     return NULL;
 }
