@@ -62,12 +62,12 @@
  * weft_sleep(0)), as a ready case wins over a cancelled context in Go's
  * select.  A task that computes without such calls asks for the flag
  * with weft_task_cancelled.  Only tasks are cancelled: on a plain thread
- * nothing returns -ECANCELED.  The exceptions: the condition variable's re-lock, which
- * waits for the mutex even in a cancelled task (weft_cond_wait returns
- * -ECANCELED holding it); and the I/O calls in a task that weft_sync_wait
- * runs on no pool, which block its thread in poll(2) and see a
- * cancellation only when they start (weft/io.h).  (A standalone
- * coroutine's -ECANCELED is its destruction, weft/coro.h.)
+ * nothing returns -ECANCELED.  The exceptions: the condition variable's
+ * re-lock, which waits for the mutex even in a cancelled task
+ * (weft_cond_wait returns -ECANCELED holding it); and the I/O calls in a
+ * task that weft_sync_wait runs on no pool, which block its thread in
+ * poll(2) and see a cancellation only when they start (weft/io.h).  (A
+ * standalone coroutine's -ECANCELED is its destruction, weft/coro.h.)
  *
  * Handles and ownership.  A weft_task handle (weft_task_create,
  * weft_task_create_with, weft_spawn, weft_spawn_with, weft_spawn_copy) is
