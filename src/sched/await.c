@@ -178,21 +178,22 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     /* Our deque's bottom is what we pushed last: if it is t's record, it
      * is the entry our spawn of it pushed (only we push there, and a
      * record given back and made again meanwhile would be someone else's
-     * push).  Popped, t is ours alone: no other entry, no waiter, no wake
-     * can exist, and the state is left as it is (SCHEDULED) until the one
-     * RMW at the end, which drops the entry's reference with the others.
-     * Not a store of RUNNING here: a weft_task_cancel through a borrowed
-     * pointer may be adding or dropping its reference meanwhile (task.c),
-     * which a store of what was read would undo (the record then freed
-     * under the cancel), and an RMW here costs fib 14%. */
-    bool popped =
-        weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t;
-    if (!popped && !atomic_compare_exchange_strong_explicit(
-                       &h->state, &s, running, memory_order_acquire,
-                       memory_order_relaxed))
+     * push). */
+    if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
+        /* Ours alone: no other entry, no waiter, no wake can exist.  A
+         * weft_task_cancel through a borrowed pointer may still add its
+         * reference between the load of s and this store, which then
+         * undoes it (a window of a few instructions; an RMW here costs
+         * fib 14%): a known race, the lazy starts' RMWs (task.h) do not
+         * share it. */
+        atomic_store_explicit(&h->state, running - WEFT__T_REF,
+                              memory_order_relaxed);
+    } else if (!atomic_compare_exchange_strong_explicit(
+                   &h->state, &s, running, memory_order_acquire,
+                   memory_order_relaxed)) {
         return false; /* a worker took it first */
+    }
     t->started = true;
-    t->running_inline = true;
     /* A scheduling decision, for the monitor (worker.h, th): a body that
      * runs its children as calls is not stuck in one task. */
     weft__worker_note(w);
@@ -200,7 +201,6 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     struct weft__task *outer = self->inlined;
     self->inlined = t;
     void *r = t->co.fn(t->arg);
-    t->running_inline = false;
     self->inlined = outer;
     h->result = r;
     if (result && !keep)
@@ -211,15 +211,14 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     /* Nobody else can be waiting: we hold the handle. */
     atomic_store_explicit(&h->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
     weft__pool_leave(t->pool);
-    /* COMPLETE; the task's life reference, the handle's (consumed here,
-     * unless the caller keeps it: weft_await_all) and the popped entry's
-     * go in one RMW.
+    /* COMPLETE; the task's life reference and the handle's (consumed
+     * here, unless the caller keeps it: weft_await_all) go in one RMW.
      * acq_rel: if no entry is left (the pop above), this drops the last
      * reference, after every other owner's writes. */
     uint64_t n = weft__task_set(
         t, WEFT__T_COMPLETE,
         WEFT__T_NOTIFIED | (keep ? 0 : (uint64_t)WEFT__T_HANDLE),
-        (keep ? -1 : -2) - (popped ? 1 : 0), memory_order_acq_rel);
+        keep ? -1 : -2, memory_order_acq_rel);
     if (weft__task_refs(n) == 0)
         weft__record_free_pair(t);
     else if (keep)

@@ -109,10 +109,6 @@ WEFT_RACY_READS bool weft__snap_take(struct weft__task *t,
     uint64_t st = atomic_load_explicit(&weft__task_done_racy(t)->state,
                                        memory_order_acquire);
     s->lifecycle = (unsigned)weft__task_lifecycle(st);
-    /* An inline body claimed from its awaiter's deque is left SCHEDULED
-     * while it runs (await.c, try_inline). */
-    if (s->lifecycle == WEFT__T_SCHEDULED && t->running_inline)
-        s->lifecycle = WEFT__T_RUNNING;
     s->started = t->started;
     if (!weft__task_record_live(t) || t->pool != pool ||
         s->lifecycle == WEFT__T_COMPLETE ||

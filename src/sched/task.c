@@ -125,7 +125,6 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
      * may hold it this moment (dump.c), whose unlock must not be undone. */
     t->cur_wait = NULL;
     t->started = false;
-    t->running_inline = false;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
     uint64_t id = weft__id_new();
     h->id = id;

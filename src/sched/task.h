@@ -159,10 +159,6 @@ struct weft__task {
      * owns the task (await.c, try_inline). */
     _Atomic(weft_pool *) spawned_on;
     bool started;                 /* has a context (its runner's field)   */
-    /* Its body runs inline in its awaiter's (await.c, try_inline), whose
-     * claim from the awaiter's own deque leaves the state SCHEDULED: the
-     * dump's reading of it as running (its runner's field). */
-    bool running_inline;
     /* In a free record: `done` is a free handle that stays with it, for
      * the next task made from it (records.c, "Pairs"). */
     bool paired;
