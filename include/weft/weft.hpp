@@ -115,6 +115,11 @@
 
 #include <weft/weft.h>
 
+#if !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
+#error "weft/weft.hpp reports errors as exceptions (std::system_error): \
+build with exceptions, or use the C API (weft/weft.h)"
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -125,6 +130,7 @@
 #include <exception>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -339,7 +345,12 @@ public:
 private:
     void close_or_terminate() noexcept
     {
-        if (p_ && weft_pool_destroy(p_) != 0)
+        if (!p_)
+            return;
+        /* A wait (in a task: parked while a helper destroys the pool), and
+         * a destructor may run as an exception unwinds. */
+        detail::eh_carry carry;
+        if (weft_pool_destroy(p_) != 0)
             std::terminate(); /* see the top: "Ownership" */
         p_ = nullptr;
     }
@@ -1066,9 +1077,12 @@ enum class channel_status {
 };
 
 /*
- * channel<T> - weft_chan of T, for any move-constructible T (the calls
- * that take a T&, try_send, send_for, try_recv and recv_for, need it
- * move-assignable as well: they assign to it).  A T that is
+ * channel<T> - weft_chan of T, for any move-constructible T that is not
+ * const or volatile (the calls that take a T&, try_send, send_for,
+ * try_recv and recv_for, need it move-assignable as well: they assign to
+ * it).  A receive whose move of the value out throws has taken it from
+ * the channel: the value is destroyed and the exception goes on (as
+ * with any container's pop that returns by value).  A T that is
  * trivially copyable and fits a pointer travels in the C channel's void *
  * itself; any other is moved into one allocation per value (new T), which
  * the receive moves out of and frees.  Capacity 0 is a rendezvous.
@@ -1083,6 +1097,9 @@ template <class T>
 class channel {
     static_assert(std::is_move_constructible_v<T>,
                   "weft::channel<T> needs a move-constructible T");
+    static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>,
+                  "weft::channel<const T>: use channel<T> (values are moved "
+                  "in and out)");
     static constexpr bool inline_value =
         std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void *) &&
         alignof(T) <= alignof(void *);
@@ -1100,9 +1117,14 @@ public:
         void *v;
         while (weft_chan_try_recv(ch_, &v) == 0)
             drop(v);
-        /* -EBUSY: a waiter woken by the close has not returned yet. */
-        while (weft_chan_destroy(ch_) == -EBUSY)
-            detail::yield_somehow();
+        /* -EBUSY: a waiter woken by the close (or a sender whose value
+         * was taken) has not returned yet.  A yield is a wait, and this
+         * may run as an exception unwinds. */
+        if (weft_chan_destroy(ch_) == -EBUSY) {
+            detail::eh_carry carry;
+            while (weft_chan_destroy(ch_) == -EBUSY)
+                detail::yield_somehow();
+        }
     }
 
     /* Send v, waiting for room; false if the channel is closed (v is then
@@ -1219,10 +1241,10 @@ private:
             std::memcpy(static_cast<void *>(&b.v), &p, sizeof(T));
             return b.v;
         } else {
-            T *b = static_cast<T *>(p);
-            T v(std::move(*b));
-            delete b;
-            return v;
+            /* Freed however the move ends: a move that throws loses the
+             * value (it has left the channel), never leaks it. */
+            std::unique_ptr<T> b(static_cast<T *>(p));
+            return T(std::move(*b));
         }
     }
     static void drop(void *p) noexcept
@@ -1246,10 +1268,11 @@ private:
         int rc = try_only ? weft_chan_try_send(ch_, p)
                           : weft_chan_send_for(ch_, p, ns);
         if (rc != 0) {
-            /* Not sent: v gets its value back. */
+            /* Not sent: v gets its value back (the box freed even if
+             * that assignment throws; then v keeps what it was left). */
             if constexpr (!inline_value) {
-                v = std::move(*static_cast<T *>(p));
-                drop(p);
+                std::unique_ptr<T> b(static_cast<T *>(p));
+                v = std::move(*b);
             }
         }
         return status_of(rc, "weft::channel::send");

@@ -614,6 +614,40 @@ static void test_unwind_through_waiting_destructor(void **)
     CLEAN();
 }
 
+/* A task that owns a pool of its own and throws: the pool's destructor
+ * (a wait: the task parks while a helper destroys the pool) runs as the
+ * exception unwinds, and the task may continue on the other worker; the
+ * thread's exception state goes with it (it drifted: uncaught counts of
+ * -4 and 4 on the two workers). */
+static void test_unwind_through_pool_destructor(void **)
+{
+    weft::pool a{2};
+    std::atomic<int> drifted{0};
+    for (int i = 0; i < 100; i++) {
+        weft::spawn(a, [&drifted] {
+            try {
+                weft::pool b{1};
+                weft::spawn(b, [] { weft::this_task::sleep_for(200us); })
+                    .detach();
+                /* Keeps this worker busy meanwhile: the task is likely
+                 * to continue on the other. */
+                weft::spawn(weft::pool::current(), [] {
+                    auto t0 = std::chrono::steady_clock::now();
+                    while (std::chrono::steady_clock::now() - t0 < 1ms) {
+                    }
+                }).detach();
+                throw my_error("unwinding", 0);
+            } catch (const my_error &) {
+            }
+            if (std::uncaught_exceptions() != 0)
+                drifted++;
+        }).get();
+    }
+    assert_int_equal(drifted.load(), 0);
+    no_exception_state_left(a);
+    CLEAN();
+}
+
 /* ------------------------------------------- wait, get, misuse, cancel */
 
 static void test_wait_get_misuse(void **)
@@ -1171,8 +1205,64 @@ static void test_condvar(void **)
 
 /* ------------------------------------------------------------ channel */
 
+/* A value whose move throws when told to; every one made is destroyed
+ * once. */
+struct fragile {
+    static inline std::atomic<int> made{0}, destroyed{0};
+    static inline bool throw_on_move = false, throw_on_assign = false;
+    int v;
+    explicit fragile(int x) : v(x) { made++; }
+    fragile(const fragile &o) : v(o.v) { made++; }
+    fragile(fragile &&o) : v(o.v)
+    {
+        if (throw_on_move)
+            throw my_error("move", v);
+        made++;
+    }
+    fragile &operator=(fragile &&o)
+    {
+        if (throw_on_assign)
+            throw my_error("move-assign", o.v);
+        v = o.v;
+        return *this;
+    }
+    fragile &operator=(const fragile &) = default;
+    ~fragile() { destroyed++; }
+};
+
+/* A receive whose move out throws loses the value to the exception and
+ * leaks nothing; a send that fails and whose give-back throws frees the
+ * box (both leaked the box). */
+static void channel_move_throws()
+{
+    {
+        weft::channel<fragile> ch(1);
+        CHECK(ch.send(fragile(1)));
+        fragile::throw_on_move = true;
+        try {
+            (void)ch.recv();
+            fail_msg("no exception");
+        } catch (const my_error &e) {
+            CHECK(e.where == 1);
+        }
+        fragile::throw_on_move = false;
+        CHECK(ch.send(fragile(2))); /* the one above left: room again */
+        fragile f(3);
+        fragile::throw_on_assign = true;
+        try {
+            (void)ch.try_send(f); /* full: v gets its value back */
+            fail_msg("no exception");
+        } catch (const my_error &e) {
+            CHECK(e.where == 3);
+        }
+        fragile::throw_on_assign = false;
+    }
+    CHECK(fragile::made.load() == fragile::destroyed.load());
+}
+
 static void test_channel(void **)
 {
+    channel_move_throws();
     weft::pool p{2};
     {
         /* Strings through a buffered channel, read by range-for. */
@@ -1417,6 +1507,7 @@ int main()
         CASE(test_exception_migration),
         CASE(test_throw_with_waiting_captures),
         CASE(test_unwind_through_waiting_destructor),
+        CASE(test_unwind_through_pool_destructor),
         CASE(test_wait_get_misuse),
         CASE(test_destructor_waits),
         CASE(test_detach),
