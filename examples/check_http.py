@@ -259,6 +259,34 @@ def check_raw(srv):
         fail("idle connection: closed=%s after %.2f s (keep-alive 0.8 s)"
              % (closed, idle))
 
+    # Idle but for an empty line every 100 ms (which a parser skips before
+    # a request, and which starts none): still closed at the keep-alive
+    # timeout, not kept open by each line.
+    s = srv.connect()
+    s.sendall(request("/plaintext"))
+    read_responses(s, 1)
+    t0 = time.monotonic()
+    closed_at = None
+    while time.monotonic() - t0 < 5:
+        try:
+            s.sendall(b"\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            closed_at = time.monotonic() - t0
+            break
+        s.settimeout(0.1)
+        try:
+            if s.recv(100) == b"":
+                closed_at = time.monotonic() - t0
+                break
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            closed_at = time.monotonic() - t0
+            break
+    if closed_at is None or not 0.6 <= closed_at <= 3.0:
+        fail("empty lines kept an idle connection: closed after %s s "
+             "(keep-alive 0.8 s)" % closed_at)
+
     check_never_reads(srv)
 
 

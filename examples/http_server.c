@@ -74,6 +74,12 @@ typedef struct http_conn {
     bool in_message;   /* its first byte has been seen            */
     bool in_head;      /* ...and its headers are not complete yet  */
     uint64_t head_deadline;
+    /* Between requests: when the keep-alive time runs out.  Fixed when
+     * the connection becomes idle, not restarted by each read: the empty
+     * lines a parser skips before a request (RFC 9112, 2.2) start no
+     * message, and a client that sent one now and then kept its
+     * connection for ever. */
+    uint64_t idle_deadline;
     char path[PATH_KEEP];
     size_t path_len;
     bool path_too_long;
@@ -227,6 +233,7 @@ static int on_message_complete(http_parser *p)
     bool allowed = p->method == HTTP_GET || head;
 
     c->in_message = false;
+    c->idle_deadline = serve_now_ns() + keepalive_timeout_ns;
     if (p->http_major != 1) { /* http-parser reads any one-digit version */
         respond_error(c, "505 HTTP Version Not Supported");
     } else if (path_is(c, "/plaintext") || path_is(c, "/json")) {
@@ -315,17 +322,19 @@ static void handle(serve_conn *sc, int fd)
     c->out_len = 0;
     c->out_cap = OUTPUT_INITIAL;
     c->in_message = c->in_head = c->closing = false;
+    c->idle_deadline = serve_now_ns() + keepalive_timeout_ns;
     http_parser_init(&c->parser, HTTP_REQUEST);
     c->parser.data = c;
 
     for (;;) {
-        uint64_t timeout = keepalive_timeout_ns;
+        uint64_t timeout = keepalive_timeout_ns; /* a body's next bytes */
         bool idle = !c->in_message;
-        if (c->in_head) {
+        if (c->in_head || idle) {
             uint64_t now = serve_now_ns();
-            if (now >= c->head_deadline)
-                break; /* slowloris: the head took too long */
-            timeout = c->head_deadline - now;
+            uint64_t until = idle ? c->idle_deadline : c->head_deadline;
+            if (now >= until)
+                break; /* slowloris, or the keep-alive time is over */
+            timeout = until - now;
         }
         if (idle && !serve_idle(sc))
             break;
