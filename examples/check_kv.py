@@ -101,6 +101,18 @@ CLI_CASES = [
     (["SET", "a", "b", "EX"], "ERR syntax error"),
     (["SET", "a", "b", "EX", "10", "PX", "5"], "ERR syntax error"),
     (["SET", "a", "b", "NX", "XX"], "ERR syntax error"),
+    (["SET", "a", "b", "EX", "10", "KEEPTTL"], "ERR syntax error"),
+    (["SET", "a", "b", "EX", "9223372036854775"], "ERR invalid expire time in 'set' command"),
+    (["SET", "a", "b", "PX", "9223372036854775807"], "ERR invalid expire time in 'set' command"),
+    # Far expiries are kept (in ns they pass 64 bits: they wrapped to a
+    # deadline a moment away, and the key was gone at once).
+    (["SET", "far", "v", "PX", "18446744073710"], "OK"),
+    (["GET", "far"], "v"),
+    (["SET", "far2", "v", "EX", "1000000000001"], "OK"),
+    (["GET", "far2"], "v"),
+    (["SET", "rep", "v", "EX", "10", "EX", "20"], "OK"),
+    (["SET", "rep", "w", "NX", "NX"], ""),
+    (["GET", "rep"], "v"),
     (["SET", "nx1", "v", "NX"], "OK"),
     (["SET", "nx1", "w", "NX"], ""),
     (["GET", "nx1"], "v"),

@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SHARDS 64
 /* The input buffer starts at 4 KiB and doubles while a frame that does
@@ -108,6 +109,14 @@ static shard *shard_of(uint64_t h)
 static bool expired(const entry *e, uint64_t now)
 {
     return e->expires_ns != 0 && e->expires_ns <= now;
+}
+
+/* The wall clock in ms since 1970, by which Redis bounds an expiry. */
+static long long unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static uint64_t now_ns(void)
@@ -352,29 +361,39 @@ static void cmd_set(kv_conn *c)
     }
     uint64_t expires = 0;
     int only = 0;
-    bool keep_ttl = false, have_expiry = false;
+    char unit = 0; /* 'E' or 'P' once an expiry was given (the last wins) */
+    bool keep_ttl = false;
     for (size_t i = 3; i < c->a.argc; i++) {
         bool ex = arg_is(c, i, "EX"), px = arg_is(c, i, "PX");
-        if ((ex || px) && i + 1 < c->a.argc && !have_expiry && !keep_ttl) {
+        /* As Redis 7: an option may come again (EX 10 EX 20: the last),
+         * but not with its opposite (EX with PX or KEEPTTL, NX with XX). */
+        if ((ex || px) && i + 1 < c->a.argc && !keep_ttl &&
+            unit != (ex ? 'P' : 'E')) {
             long long t;
             i++;
             if (!resp_parse_ll(c->a.argv[i], c->a.argl[i], &t)) {
                 reply_error(c, "ERR value is not an integer or out of range");
                 return;
             }
-            /* In ns the deadline must fit 64 bits with room to spare. */
-            if (t <= 0 || (ex && t > 1000000000000ll) ||
-                (px && t > 1000000000000000ll)) {
+            /* Redis's bounds: positive, and the Unix time in ms it ends
+             * at within a long long. */
+            if (t <= 0 || (ex && t > LLONG_MAX / 1000) ||
+                (ex ? t * 1000 : t) > LLONG_MAX - unix_ms()) {
                 reply_error(c, "ERR invalid expire time in 'set' command");
                 return;
             }
-            expires = now_ns() + (uint64_t)t * (ex ? 1000000000ull : SERVE_MS);
-            have_expiry = true;
-        } else if (arg_is(c, i, "NX") && only == 0) {
+            uint64_t ms = (uint64_t)t * (ex ? 1000u : 1u);
+            /* Beyond 64 bits of ns from now (some 584 years): never. */
+            uint64_t now = now_ns();
+            expires = ms > (UINT64_MAX - now) / SERVE_MS
+                          ? UINT64_MAX
+                          : now + ms * SERVE_MS;
+            unit = ex ? 'E' : 'P';
+        } else if (arg_is(c, i, "NX") && only != 2) {
             only = 1;
-        } else if (arg_is(c, i, "XX") && only == 0) {
+        } else if (arg_is(c, i, "XX") && only != 1) {
             only = 2;
-        } else if (arg_is(c, i, "KEEPTTL") && !have_expiry && !keep_ttl) {
+        } else if (arg_is(c, i, "KEEPTTL") && unit == 0) {
             keep_ttl = true;
         } else {
             reply_error(c, "ERR syntax error");
