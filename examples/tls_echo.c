@@ -471,77 +471,87 @@ static void *client_task(void *arg)
 static int client(const char *host, const char *port_arg, const char *cafile)
 {
     number(port_arg, 1, 65535, "port");
+    /* Every way out goes through `out`, which frees what was made. */
+    int status = 1;
+    SSL_CTX *cctx = NULL;
+    struct addrinfo *ai = NULL;
     /* All of standard input, first: the client sends it, then checks the
      * echo against it. */
     char *in = malloc(CLIENT_MAX), *back = malloc(CLIENT_MAX);
     if (!in || !back) {
         fprintf(stderr, "tls_echo: no memory\n");
-        return 1;
+        goto out;
     }
     size_t len = fread(in, 1, CLIENT_MAX, stdin);
     if (ferror(stdin)) {
         fprintf(stderr, "tls_echo: reading standard input: %s\n",
                 strerror(errno));
-        return 1;
+        goto out;
     }
     if (len == CLIENT_MAX && getc(stdin) != EOF) {
         fprintf(stderr, "tls_echo: standard input over %d bytes\n",
                 CLIENT_MAX);
-        return 2;
+        status = 2;
+        goto out;
     }
 
     /* The CAs first: a missing or bad CAFILE is said before anything is
      * sent. */
-    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+    cctx = SSL_CTX_new(TLS_client_method());
     if (!cctx || !SSL_CTX_set_min_proto_version(cctx, TLS1_2_VERSION)) {
         ERR_print_errors_fp(stderr);
-        return 1;
+        goto out;
     }
     if (cafile ? SSL_CTX_load_verify_locations(cctx, cafile, NULL) != 1
                : SSL_CTX_set_default_verify_paths(cctx) != 1) {
         fprintf(stderr, "tls_echo: cannot load the CAs of %s:\n",
                 cafile ? cafile : "the system");
         ERR_print_errors_fp(stderr);
-        return 1;
+        goto out;
     }
     SSL_CTX_set_verify(cctx, SSL_VERIFY_PEER, NULL);
 
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV}, *ai;
+                             .ai_flags = AI_NUMERICSERV};
     int g = getaddrinfo(host, port_arg, &hints, &ai);
     if (g != 0) {
         fprintf(stderr, "tls_echo: %s: %s\n", host, gai_strerror(g));
-        return 1;
+        ai = NULL;
+        goto out;
     }
     struct client_job job = {.addr = ai, .host = host, .ctx = cctx,
                              .out = in, .len = len, .back = back};
     weft_task *t;
     void *res = (void *)1;
     int rc = weft_pool_create(&pool, NULL);
-    if (rc == 0)
+    if (rc == 0) {
         rc = weft_spawn(&t, pool, client_task, &job, NULL);
-    if (rc == 0)
-        rc = weft_sync_wait(t, &res);
+        if (rc == 0)
+            rc = weft_sync_wait(t, &res);
+        weft_pool_destroy(pool);
+    }
     if (rc != 0) {
         fprintf(stderr, "tls_echo: %s\n", weft_strerror(rc));
-        return 1;
+        goto out;
     }
-    weft_pool_destroy(pool);
-    freeaddrinfo(ai);
-    SSL_CTX_free(cctx);
     if (res != NULL) {
         fprintf(stderr, "tls_echo: %s:%s: %s\n", host, port_arg, job.why);
-        return 1;
+        goto out;
     }
     fwrite(back, 1, len, stdout);
     fflush(stdout);
     if (memcmp(in, back, len) != 0) {
         fprintf(stderr, "tls_echo: the echo differs from what was sent\n");
-        return 1;
+        goto out;
     }
+    status = 0;
+out:
+    if (ai)
+        freeaddrinfo(ai);
+    SSL_CTX_free(cctx);
     free(in);
     free(back);
-    return 0;
+    return status;
 }
 
 int main(int argc, char **argv)
