@@ -269,8 +269,8 @@ static uint64_t thread_cpu_ns(struct weft__worker *w)
 {
     clockid_t cid;
     struct timespec ts;
-    if (pthread_getcpuclockid(w->thread, &cid) != 0 ||
-        clock_gettime(cid, &ts) != 0)
+    cid = atomic_load_explicit(&w->cpu_clock, memory_order_relaxed);
+    if (clock_gettime(cid, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * WEFT__NS_PER_S + (uint64_t)ts.tv_nsec;
 }

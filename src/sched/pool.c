@@ -1282,19 +1282,51 @@ struct weft__worker *weft__pool_lend(weft_pool *p)
     while ((w = *link) &&
            (w->in_poll || w->index >= p->nworkers || w->pins || has_own_work(w)))
         link = &w->idle_next;
+    bool wake_monitor = false;
     if (w) {
         *link = w->idle_next;
         w->idle = false;
         w->lent = true;
         atomic_fetch_sub_explicit(&p->nidle, 1, memory_order_relaxed);
+        /* Off the idle list, as a worker that wakes: the monitor, asleep
+         * while every worker was idle, watches again (see "The monitor's
+         * deep sleep" below: lending is a way off the list too). */
+        wake_monitor = p->monitor_asleep;
+        p->monitor_asleep = false;
     }
     weft__spin_unlock(&p->idle_lock);
+    if (wake_monitor)
+        weft__monitor_wake(p);
+    if (w) {
+        /* The monitor watches the thread that runs the place: this one
+         * (its signs of life, its kernel state, its CPU time), so that a
+         * task that blocks or computes here is covered as on the worker's
+         * own thread.  Its ids are looked up once per thread. */
+        struct weft__sched_thread *st = &weft__sched_tls;
+        if (!st->tid) {
+            st->tid = (pid_t)syscall(SYS_gettid);
+            if (pthread_getcpuclockid(pthread_self(), &st->cpu_clock) != 0)
+                st->cpu_clock = w->own_clock;
+        }
+        atomic_store_explicit(&w->cpu_clock, st->cpu_clock,
+                              memory_order_relaxed);
+        atomic_store_explicit(&w->tid, st->tid, memory_order_relaxed);
+        atomic_store_explicit(&w->th, &weft__tls, memory_order_release);
+    }
     return w;
 }
 
 void weft__pool_unlend(struct weft__worker *w)
 {
     weft_pool *p = w->pool;
+    /* The worker's own view back, then no reader of ours left: this
+     * thread's block (its TLS) may go once it returns (seq_cst: the
+     * store before the load, against weft__worker_switches' pair). */
+    atomic_store_explicit(&w->cpu_clock, w->own_clock, memory_order_relaxed);
+    atomic_store_explicit(&w->tid, w->own_tid, memory_order_relaxed);
+    atomic_store_explicit(&w->th, w->own_th, memory_order_seq_cst);
+    while (atomic_load_explicit(&p->th_readers, memory_order_seq_cst))
+        weft__cpu_relax();
     weft__spin_lock(&p->idle_lock);
     w->lent = false;
     /* What the borrower made is given back by this worker's next trim
@@ -1493,10 +1525,15 @@ static void thread_begin(struct weft__worker *w)
     weft__records_worker_thread();
     /* Nothing made before it ran is its to give back ("Lending"). */
     atomic_store_explicit(&w->made_seen, memory_made(), memory_order_relaxed);
+    /* Its own view, which a lend of its place replaces for a while. */
+    w->own_th = &weft__tls;
+    w->own_tid = (pid_t)syscall(SYS_gettid);
+    if (pthread_getcpuclockid(pthread_self(), &w->own_clock) != 0)
+        w->own_clock = CLOCK_THREAD_CPUTIME_ID; /* never: its own thread */
+    atomic_store_explicit(&w->cpu_clock, w->own_clock, memory_order_relaxed);
+    atomic_store_explicit(&w->tid, w->own_tid, memory_order_relaxed);
     /* Release: the monitor that reads it sees the block set up. */
     atomic_store_explicit(&w->th, &weft__tls, memory_order_release);
-    atomic_store_explicit(&w->tid, (pid_t)syscall(SYS_gettid),
-                          memory_order_relaxed);
     weft_pool *p = w->pool;
     char name[32];
     if (w->index < p->nworkers)

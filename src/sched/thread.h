@@ -11,12 +11,19 @@
 #ifndef WEFT_SCHED_THREAD_H
 #define WEFT_SCHED_THREAD_H
 
+#include <sys/types.h>
+#include <time.h>
+
 struct weft__worker;
 struct weft__driver;
 
 struct weft__sched_thread {
     struct weft__worker *worker;  /* the pool worker running here, or NULL */
     struct weft__driver *driver;  /* weft_sync_wait driving here, or NULL  */
+    /* This thread's kernel id and CPU clock, for a worker's place it
+     * borrows (pool.c, "Lending"); looked up at its first lend. */
+    pid_t tid;                    /* 0 until looked up                     */
+    clockid_t cpu_clock;
 };
 
 extern __thread struct weft__sched_thread weft__sched_tls

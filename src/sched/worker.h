@@ -62,6 +62,14 @@ struct weft__worker {
     unsigned index;               /* < nworkers: a worker; else a spare    */
     pthread_t thread;
     _Atomic pid_t tid;            /* its kernel thread id (dump, monitor)  */
+    /* The CPU clock of the thread that runs its place (monitor.c). */
+    _Atomic clockid_t cpu_clock;
+    /* Its own thread's th, tid and CPU clock: while its place is lent
+     * (pool.c, "Lending"), th, tid and cpu_clock are the borrower's, so
+     * that the monitor watches the thread that runs its tasks. */
+    struct weft__thread *own_th;
+    pid_t own_tid;
+    clockid_t own_clock;
     struct weft__parker parker;
     uint64_t rng;                 /* victim choice                          */
     uint32_t tick;
@@ -144,6 +152,11 @@ struct weft_pool {
 
     /* Parking (pool.c): the no-lost-wakeup protocol is at its top. */
     _Atomic uint32_t nspinning;
+    /* Readers of a worker's th (weft__worker_switches, _running) now: a
+     * lent place's th is its borrower's block, in that thread's TLS, and
+     * the borrower waits for them when it gives the place back (pool.c,
+     * weft__pool_unlend) before its thread may exit. */
+    _Atomic uint32_t th_readers;
     _Atomic uint32_t nidle;
     weft__spinlock idle_lock;
     struct weft__worker *idle_list;
@@ -215,24 +228,33 @@ static inline bool weft__pool_service_due(struct weft__worker *w)
  * or its thread has not started).  Racy reads of plain words its thread
  * writes (a stale value is what a sample is), left out of
  * ThreadSanitizer's checks. */
+/* Counted in th_readers around the reads (seq_cst: the Dekker pair of
+ * weft__pool_unlend's store of th and its look at the count). */
 WEFT_RACY_READS static inline uint64_t
 weft__worker_switches(const struct weft__worker *w)
 {
+    atomic_fetch_add_explicit(&w->pool->th_readers, 1, memory_order_seq_cst);
     const struct weft__thread *th =
-        atomic_load_explicit(&w->th, memory_order_acquire);
-    return th ? *(const volatile uint64_t *)&th->switches : 0;
+        atomic_load_explicit(&w->th, memory_order_seq_cst);
+    uint64_t n = th ? *(const volatile uint64_t *)&th->switches : 0;
+    atomic_fetch_sub_explicit(&w->pool->th_readers, 1, memory_order_release);
+    return n;
 }
 
 WEFT_RACY_READS static inline const struct weft_coro *
 weft__worker_running(const struct weft__worker *w)
 {
+    atomic_fetch_add_explicit(&w->pool->th_readers, 1, memory_order_seq_cst);
     const struct weft__thread *th =
-        atomic_load_explicit(&w->th, memory_order_acquire);
-    if (!th)
-        return NULL;
-    const struct weft_coro *c =
-        *(const struct weft_coro *const volatile *)&th->current;
-    return c == &th->root ? NULL : c;
+        atomic_load_explicit(&w->th, memory_order_seq_cst);
+    const struct weft_coro *c = NULL;
+    if (th) {
+        c = *(const struct weft_coro *const volatile *)&th->current;
+        if (c == &th->root)
+            c = NULL;
+    }
+    atomic_fetch_sub_explicit(&w->pool->th_readers, 1, memory_order_release);
+    return c;
 }
 
 /* A scheduling point of worker w, on its own thread (worker.h, th). */

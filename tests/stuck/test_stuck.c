@@ -17,6 +17,8 @@
 
 #include <weft/inspect.h>
 
+#include <semaphore.h>
+
 /* How long a condition may take before the case fails: far above what it
  * needs (milliseconds), for sanitizers and a loaded machine. */
 #define PATIENCE_NS MS(20000)
@@ -322,6 +324,91 @@ static void queued_behind_stuck_task(void **state)
     WT_CLEAN();
 }
 
+/* A task that main's weft_sync_wait runs in the place of the pool's one
+ * worker (it hopped there: weft/task.h, "Lending") blocks that thread in
+ * a POSIX semaphore.  A task of the pool that was parked, and that a
+ * plain thread wakes meanwhile (it is queued on the pool from outside),
+ * posts it: the monitor watches the thread that runs the place, finds it
+ * stuck while work waits and covers it with a spare.  It watched the
+ * worker's own, sleeping thread instead: never stuck, and this hung. */
+struct lent_block {
+    weft_pool *pool;
+    weft_event go;       /* wakes the parked task                  */
+    sem_t sem;           /* the lent task blocks its thread on it  */
+    atomic_bool blocking;
+    pthread_t caller;    /* weft_sync_wait's thread                */
+};
+
+static void *lent_waker(void *arg)
+{
+    struct lent_block *b = arg;
+    CHECK_EQ(weft_event_wait(&b->go), 0);
+    CHECK_EQ(sem_post(&b->sem), 0);
+    return NULL;
+}
+
+static void *lent_blocker(void *arg)
+{
+    struct lent_block *b = arg;
+    CHECK_EQ(weft_schedule(b->pool), 0);
+    /* On the pool, in its worker's place: on the caller's thread. */
+    CHECK(pthread_equal(pthread_self(), b->caller));
+    atomic_store(&b->blocking, true);
+    /* Bounded: a place never covered fails as a timeout, not a hang. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += PATIENCE_NS / 1000000000u;
+    int rc;
+    while ((rc = sem_timedwait(&b->sem, &until)) != 0 && errno == EINTR)
+        ;
+    return P(rc == 0);
+}
+
+/* A task of another pool: wakes the parked task once the lent one
+ * blocks (so the parked task is queued on the pool from outside). */
+static void *lent_poster(void *arg)
+{
+    struct lent_block *b = arg;
+    while (!atomic_load(&b->blocking))
+        CHECK_EQ(weft_sleep(MS(1)), 0);
+    weft_event_set(&b->go);
+    return NULL;
+}
+
+static void lent_place_covered(void **state)
+{
+    (void)state;
+    struct lent_block b = {.pool = wt_pool(1), .caller = pthread_self()};
+    assert_int_equal(sem_init(&b.sem, 0, 0), 0);
+    weft_event_init(&b.go);
+    weft_task *w, *t;
+    assert_int_equal(weft_spawn(&w, b.pool, lent_waker, &b, NULL), 0);
+    /* Parked, and its worker asleep on the idle list (so that the hop
+     * below borrows its place: sched/pool.c, weft__pool_lend). */
+    uint64_t until = wt_now_ns() + PATIENCE_NS;
+    for (;;) {
+        struct weft_pool_stats st = {.size = sizeof st};
+        assert_int_equal(weft_pool_stats(b.pool, &st), 0);
+        if (st.parked == 1 && atomic_load(&b.pool->nidle) == 1)
+            break;
+        assert_true(wt_now_ns() < until);
+        sched_yield();
+    }
+    weft_pool *other = wt_pool(1);
+    weft_task *poster;
+    assert_int_equal(weft_spawn(&poster, other, lent_poster, &b, NULL), 0);
+    assert_int_equal(weft_task_create(&t, lent_blocker, &b, NULL), 0);
+    void *r = NULL;
+    assert_int_equal(weft_sync_wait(t, &r), 0);
+    assert_int_equal(I(r), 1);
+    assert_int_equal(weft_sync_wait(poster, NULL), 0);
+    assert_int_equal(weft_sync_wait(w, NULL), 0);
+    wt_destroy(other);
+    wt_destroy(b.pool);
+    sem_destroy(&b.sem);
+    WT_CLEAN();
+}
+
 /* One worker: tasks that yield sit in its yielded FIFO when a task starts
  * to compute; they go on meanwhile (a spare seizes the FIFO). */
 #define YIELDERS 8
@@ -580,6 +667,7 @@ int main(void)
         WT_TEST1(ticker_while_blocked),
         WT_TEST1(socket_answered_while_blocked),
         WT_TEST1(queued_behind_stuck_task),
+        WT_TEST1(lent_place_covered),
         WT_TEST1(yielded_go_on_while_stuck),
         WT_TEST1(woken_task_runs_while_waker_computes),
         WT_TEST1(spares_retire),
