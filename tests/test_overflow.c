@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define STACK (64u * 1024u)
 
@@ -515,8 +517,11 @@ __attribute__((noinline)) static long dive_and_signal(long depth)
 {
     volatile char frame[32];
     frame[0] = (char)depth;
-    if ((uintptr_t)__builtin_frame_address(0) - diver_low < 512) {
-        raise(SIGUSR1);
+    if ((uintptr_t)__builtin_frame_address(0) - diver_low < 640) {
+        /* The system call itself, not raise(): libc's and a sanitizer's
+         * frames around it would reach the guard first. */
+        syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid),
+                (long)SIGUSR1);
         return 0;
     }
     return dive_and_signal(depth + 1) + frame[0];
@@ -524,8 +529,10 @@ __attribute__((noinline)) static long dive_and_signal(long depth)
 
 static void *signal_near_guard_body(void *arg)
 {
-    char top;
-    diver_low = (((uintptr_t)&top | 4095) + 1) - STACK;
+    /* The frame's address, not a local's: under ASan a local may live on
+     * its fake stack, far from this one. */
+    uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+    diver_low = ((top | 4095) + 1) - STACK;
     dive_and_signal(0);
     return arg;
 }
