@@ -148,6 +148,26 @@ def check_routes(srv):
     expect(r, 200, PLAIN, None, "7000-byte header")
 
 
+def trickle_until_closed(s, piece, period):
+    """Send piece every period seconds until the server closes s (or 5 s
+    pass); the seconds it took, or None if it stayed open."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:
+        try:
+            s.sendall(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - t0
+        s.settimeout(period)
+        try:
+            if s.recv(100) == b"":
+                return time.monotonic() - t0
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            return time.monotonic() - t0
+    return None
+
+
 def check_raw(srv):
     # HTTP/1.0 without keep-alive: closed after the response.
     s = srv.connect()
@@ -227,24 +247,7 @@ def check_raw(srv):
     # header deadline (800 ms), though bytes keep coming.
     s = srv.connect()
     s.sendall(b"GET /plaintext HTTP/1.1\r\n")
-    t0 = time.monotonic()
-    closed_at = None
-    while time.monotonic() - t0 < 5:
-        try:
-            s.sendall(b"X")
-        except (BrokenPipeError, ConnectionResetError):
-            closed_at = time.monotonic() - t0
-            break
-        s.settimeout(0.05)
-        try:
-            if s.recv(100) == b"":
-                closed_at = time.monotonic() - t0
-                break
-        except socket.timeout:
-            pass
-        except ConnectionResetError:
-            closed_at = time.monotonic() - t0
-            break
+    closed_at = trickle_until_closed(s, b"X", 0.05)
     if closed_at is None or not 0.6 <= closed_at <= 3.0:
         fail("slowloris closed after %s s (header deadline 0.8 s)" % closed_at)
 
@@ -265,24 +268,7 @@ def check_raw(srv):
     s = srv.connect()
     s.sendall(request("/plaintext"))
     read_responses(s, 1)
-    t0 = time.monotonic()
-    closed_at = None
-    while time.monotonic() - t0 < 5:
-        try:
-            s.sendall(b"\r\n")
-        except (BrokenPipeError, ConnectionResetError):
-            closed_at = time.monotonic() - t0
-            break
-        s.settimeout(0.1)
-        try:
-            if s.recv(100) == b"":
-                closed_at = time.monotonic() - t0
-                break
-        except socket.timeout:
-            pass
-        except ConnectionResetError:
-            closed_at = time.monotonic() - t0
-            break
+    closed_at = trickle_until_closed(s, b"\r\n", 0.1)
     if closed_at is None or not 0.6 <= closed_at <= 3.0:
         fail("empty lines kept an idle connection: closed after %s s "
              "(keep-alive 0.8 s)" % closed_at)
