@@ -21,8 +21,10 @@
  * task may not use weft_blocking here: sched/ is below io/.)
  *
  * Giving up (the deadline passed, or give_up).  The destroyer takes
- * idle_lock, under which the worker that finds the pool drained sets
- * `stop` and unparks the destroyer: if `stop` is set, that unpark has
+ * idle_lock and looks at the drain itself, as a parking worker does
+ * (pool.c, check_stop: a pool drained before any worker parked again
+ * stops now); under that lock the worker that finds the pool drained
+ * sets `stop` and unparks the destroyer: if `stop` is set, that unpark has
  * happened and the destroy goes on to the end (it has won: the caller
  * gets 0).  Else no unpark of this parker can come any more once the
  * destroyer is replaced by `sink`, a parker nobody parks on; then
@@ -63,18 +65,14 @@ struct destroyer {
     _Atomic uint32_t give_up;   /* set by the calling task's cancel */
 };
 
-/* Give up waiting unless `stop` is set already (see the top).  Returns 0
- * (it is: the destroy goes on) or err. */
+/* Give up waiting unless the pool has stopped, or is drained and stops
+ * now: its workers may not have parked since the shutdown (a timeout of
+ * 0 looks before any could), and `stop` is set by the first that parks.
+ * Returns 0 (it has: the destroy goes on) or err. */
 static int give_up(weft_pool *p, int err)
 {
     pthread_once(&sink_once, sink_init);
-    weft__spin_lock(&p->idle_lock);
-    /* Under idle_lock, where stop is set: relaxed is enough. */
-    bool stopped = atomic_load_explicit(&p->stop, memory_order_relaxed);
-    if (!stopped)
-        p->destroyer = &sink;
-    weft__spin_unlock(&p->idle_lock);
-    if (stopped)
+    if (weft__pool_stop_or_give_up(p, &sink))
         return 0;
     /* Release: a later destroy that claims it sees `sink` in place. */
     atomic_store_explicit(&p->destroying, 0, memory_order_release);
@@ -91,12 +89,8 @@ static int wait_stop(weft_pool *p, void *arg)
             return 0;
         if (atomic_load_explicit(&d->give_up, memory_order_acquire))
             return give_up(p, -ECANCELED);
-        /* At the deadline, a pool drained already stops now: its workers
-         * may not have parked since the shutdown (a timeout of 0 looks
-         * before any could), and `stop` is set by the first that parks. */
         if (d->deadline && weft__now_ns() >= d->deadline)
-            return weft__pool_stop_if_drained(p) ? 0
-                                                 : give_up(p, -ETIMEDOUT);
+            return give_up(p, -ETIMEDOUT);
         weft__parker_park(&d->parker, d->deadline, 0);
     }
 }

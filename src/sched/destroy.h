@@ -27,11 +27,12 @@ int weft__pool_destroy(weft_pool *p, struct weft__parker *parker,
                        int (*wait_stop)(weft_pool *p, void *arg), void *arg);
 
 /*
- * weft__pool_stop_if_drained - the destroyer's own look at the drain, at
- * its deadline: sets `stop` (and wakes the workers) if p is drained, as
- * the worker that parks first would.  Returns whether `stop` is set.
- * Under idle_lock, as a worker's look.
+ * weft__pool_stop_or_give_up - the destroyer's last look before it gives
+ * up waiting: under idle_lock, as a parking worker's, sets `stop` (and
+ * wakes the workers) if p is drained; if `stop` is not set then, makes
+ * `sink` the destroyer, so that no unpark of the old one can come any
+ * more.  Returns whether `stop` is set (the destroy goes on).
  */
-bool weft__pool_stop_if_drained(weft_pool *p);
+bool weft__pool_stop_or_give_up(weft_pool *p, struct weft__parker *sink);
 
 #endif /* WEFT_SCHED_DESTROY_H */

@@ -931,10 +931,12 @@ static bool check_stop(weft_pool *p)
     return true;
 }
 
-bool weft__pool_stop_if_drained(weft_pool *p)
+bool weft__pool_stop_or_give_up(weft_pool *p, struct weft__parker *sink)
 {
     weft__spin_lock(&p->idle_lock);
     bool stopped = check_stop(p);
+    if (!stopped)
+        p->destroyer = sink;
     weft__spin_unlock(&p->idle_lock);
     return stopped;
 }
