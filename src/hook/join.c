@@ -27,32 +27,26 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define NAP_FIRST_NS 20000u
-#define NAP_MAX_NS 1000000u
+struct join_try {
+    pthread_t th;
+    void **ret;
+};
+
+static int try_join(void *arg)
+{
+    struct join_try *j = arg;
+    return REAL(pthread_tryjoin_np)(j->th, j->ret);
+}
 
 HOOK_API int pthread_join(pthread_t th, void **ret)
 {
     if (!weft__hook_here() || pthread_equal(th, pthread_self()))
         return REAL(pthread_join)(th, ret);
-    int r = REAL(pthread_tryjoin_np)(th, ret);
+    struct join_try j = {th, ret};
+    int r = try_join(&j);
     if (r != EBUSY)
         return r;
-    int entry_errno = errno;
-    uint64_t nap = NAP_FIRST_NS;
-    do {
-        struct hook_park pk;
-        hook_park_begin(&pk);
-        int n = weft__hook_nap(nap, WEFT__HOOK_NAP_JOIN);
-        hook_park_end(&pk);
-        if (n != 0) {
-            /* No timer to nap on: block the thread, as libc. */
-            errno = entry_errno;
-            return REAL(pthread_join)(th, ret);
-        }
-        if (nap < NAP_MAX_NS)
-            nap *= 2;
-        r = REAL(pthread_tryjoin_np)(th, ret);
-    } while (r == EBUSY);
-    errno = entry_errno;
-    return r;
+    r = hook_nap_retry(try_join, &j, WEFT__HOOK_NAP_JOIN);
+    /* -1: no timer to nap on: block the thread, as libc. */
+    return r == -1 ? REAL(pthread_join)(th, ret) : r;
 }

@@ -37,9 +37,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define NAP_FIRST_NS 20000u
-#define NAP_MAX_NS 1000000u
-
 /* glibc's PTHREAD_MUTEX_KIND_MASK_NP: the type bits of __kind (the rest
  * say robust, priority protocol, elision). */
 #define KIND_MASK 3
@@ -93,6 +90,11 @@ static int try_for_task(pthread_mutex_t *m)
     return r;
 }
 
+static int try_for_task_fn(void *m)
+{
+    return try_for_task(m);
+}
+
 HOOK_API int pthread_mutex_lock(pthread_mutex_t *m)
 {
     if (!weft__hook_here())
@@ -103,23 +105,9 @@ HOOK_API int pthread_mutex_lock(pthread_mutex_t *m)
     int r = try_for_task(m);
     if (r != EBUSY)
         return r;
-    int entry_errno = errno;
-    uint64_t nap = NAP_FIRST_NS;
-    do {
-        weft__hook_pin();
-        int n = weft__hook_nap(nap, WEFT__HOOK_NAP_MUTEX);
-        weft__hook_unpin();
-        if (n != 0) {
-            /* No timer to nap on: block the thread, as libc. */
-            errno = entry_errno;
-            return REAL(pthread_mutex_lock)(m);
-        }
-        if (nap < NAP_MAX_NS)
-            nap *= 2;
-        r = try_for_task(m);
-    } while (r == EBUSY);
-    errno = entry_errno;
-    return r;
+    r = hook_nap_retry(try_for_task_fn, m, WEFT__HOOK_NAP_MUTEX);
+    /* -1: no timer to nap on: block the thread, as libc. */
+    return r == -1 ? REAL(pthread_mutex_lock)(m) : r;
 }
 
 HOOK_API int pthread_mutex_unlock(pthread_mutex_t *m)

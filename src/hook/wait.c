@@ -103,6 +103,39 @@ enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
     }
 }
 
+#define NAP_FIRST_NS 20000u
+#define NAP_MAX_NS 1000000u
+
+int hook_nap_retry(int (*try)(void *), void *arg,
+                   enum weft__hook_nap_for what)
+{
+    int entry_errno = errno;
+    uint64_t nap = NAP_FIRST_NS;
+    int r;
+    do {
+        int n;
+        if (what == WEFT__HOOK_NAP_MUTEX) {
+            weft__hook_pin();
+            n = weft__hook_nap(nap, what);
+            weft__hook_unpin();
+        } else {
+            struct hook_park pk;
+            hook_park_begin(&pk);
+            n = weft__hook_nap(nap, what);
+            hook_park_end(&pk);
+        }
+        if (n != 0) {
+            errno = entry_errno;
+            return -1;
+        }
+        if (nap < NAP_MAX_NS)
+            nap *= 2;
+        r = try(arg);
+    } while (r == EBUSY);
+    errno = entry_errno;
+    return r;
+}
+
 int hook_sleep(uint64_t ns)
 {
     struct hook_park pk;

@@ -54,6 +54,15 @@ void hook_park_end(struct hook_park *pk);
 enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,
                             struct hook_call *c);
 
+/* The wait of a call that cannot fail (pthread_mutex_lock, pthread_join):
+ * try(arg) until it says other than EBUSY, napping pinned between tries
+ * (20 us, doubling to 1 ms) whatever a cancel says.  Returns try's
+ * result, or -1 when no timer can be armed to nap on (the caller makes
+ * libc's blocking call).  errno is as at the call.  A mutex's nap keeps
+ * out of OpenSSL's error queue (park.c: the mutex may be libcrypto's). */
+int hook_nap_retry(int (*try)(void *), void *arg,
+                   enum weft__hook_nap_for what);
+
 /* Park for a relative time (ns; UINT64_MAX: for ever), pinned, on the
  * clock of weft's timers.  Returns 0, -ECANCELED, or -ENOMEM. */
 int hook_sleep(uint64_t ns);
