@@ -218,6 +218,13 @@ static void wake(struct weft__task *t, bool fifo)
              * it. */
             if (s & WEFT__T_NOTIFIED)
                 return;
+            /* Traced before the CAS: once NOTIFIED is set the park may
+             * requeue it, and it may run, end and go, at once.  Until
+             * then it is as alive as the load of its state needed.  A
+             * failed CAS may record a second flow: its first start is
+             * drawn without an end. */
+            if (unlikely(weft__trace_on()))
+                weft__trace_wake(t);
             if (atomic_compare_exchange_weak_explicit(
                     &t->done->state, &s, s | WEFT__T_NOTIFIED, memory_order_acq_rel,
                     memory_order_relaxed))
