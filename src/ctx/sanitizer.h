@@ -199,11 +199,18 @@ static inline void weft__san_stack_mapped(weft__stack *s)
     (void)s;
 }
 
-/* A stack about to be unmapped: no context runs on it any more. */
+/* A stack about to be unmapped: no context runs on it any more.  Under
+ * ASan its shadow is cleared: frames that never returned (a context's
+ * entry, a switch) left their redzones poisoned, and the shadow outlives
+ * the mapping, so memory mapped there later (a library the dump maps, a
+ * user's mmap) would read as a stack-buffer-underflow. */
 static inline void weft__san_stack_unmapped(const weft__stack *s)
 {
 #ifdef WEFT_TSAN
     __tsan_destroy_fiber(s->tsan_fiber);
+#endif
+#ifdef WEFT_ASAN
+    __asan_unpoison_memory_region(weft__stack_low(s), weft__stack_usable(s));
 #endif
     (void)s;
 }
