@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/compiler.h"
+#include "base/utf8.h"
 #include "ctx/ctx.h"
 #include "ctx/sanitizer.h"
 #include "ctx/stack.h"
@@ -35,11 +36,12 @@ enum {
 
 #define WEFT__CORO_NAME_MAX 32
 
-/* Copy the first WEFT__CORO_NAME_MAX - 1 bytes of name into buf (a name
- * buffer, see `name` below), NUL-terminated; name may lie in buf. */
+/* Copy at most the first WEFT__CORO_NAME_MAX - 1 bytes of name into buf
+ * (a name buffer, see `name` below), NUL-terminated, never splitting a
+ * UTF-8 character (base/utf8.h); name may lie in buf. */
 static inline const char *weft__coro_name_copy(char *buf, const char *name)
 {
-    size_t n = strnlen(name, WEFT__CORO_NAME_MAX - 1);
+    size_t n = weft__utf8_prefix(name, WEFT__CORO_NAME_MAX - 1);
     memmove(buf, name, n);
     buf[n] = '\0';
     return buf;

@@ -49,6 +49,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/symbols.h"
+#include "base/utf8.h"
 #include "ctx/unwind.h"
 #include "sched/monitor.h"
 #include "sched/probe.h"
@@ -86,12 +87,13 @@ WEFT_RACY_READS uint64_t weft__observe_task_id(const void *p)
 }
 
 /* Copy a name that another thread may be rewriting (under wait_lock, which
- * the caller holds: a rename takes it too). */
+ * the caller holds: a rename takes it too).  A control character (a
+ * newline in a name) becomes '?': a task's line stays one line. */
 static void copy_name(char *dst, const char *src)
 {
     size_t i = 0;
     for (; i < WEFT__CORO_NAME_MAX - 1 && src[i]; i++)
-        dst[i] = src[i];
+        dst[i] = weft__printable(src[i]);
     dst[i] = '\0';
 }
 
@@ -546,17 +548,20 @@ static void on_signal(int signo)
     errno = saved;
 }
 
+/* arg: the pipe's read end, which it closes when the write end is gone. */
 static void *dumper_main(void *arg)
 {
-    (void)arg;
+    int fd = (int)(intptr_t)arg;
     pthread_setname_np(pthread_self(), "weft-dump");
     for (;;) {
         char buf[64];
-        ssize_t n = read(signal_pipe[0], buf, sizeof buf);
+        ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            close(fd);
             return NULL;
+        }
         fprintf(stderr, "weft: dump (signal %d, pid %ld)\n", signal_chosen,
                 (long)getpid());
         weft_dump_all(stderr);
@@ -575,6 +580,13 @@ WEFT_EXPORT int weft_dump_on_signal(int signo)
         rc = signal_chosen == signo ? 0 : -EBUSY;
         goto out;
     }
+    /* A signal this libc keeps for itself (glibc's 32 and 33) or this
+     * kernel does not have: refused before anything is made. */
+    struct sigaction old;
+    if (sigaction(signo, NULL, &old) != 0) {
+        rc = -EINVAL;
+        goto out;
+    }
     if (pipe2(signal_pipe, O_CLOEXEC) != 0) {
         rc = -EAGAIN;
         goto out;
@@ -587,7 +599,8 @@ WEFT_EXPORT int weft_dump_on_signal(int signo)
         goto closed;
     }
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = weft__pthread_create(&th, &attr, dumper_main, NULL);
+    int err = weft__pthread_create(&th, &attr, dumper_main,
+                                   (void *)(intptr_t)signal_pipe[0]);
     pthread_attr_destroy(&attr);
     if (err) {
         rc = -EAGAIN;
@@ -599,9 +612,11 @@ WEFT_EXPORT int weft_dump_on_signal(int signo)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(signo, &sa, NULL) != 0) {
-        /* Out of range for this kernel: the thread waits on a pipe that
-         * nothing writes, which costs a sleeping thread. */
+        /* Refused after all: the thread reads the end of the pipe, closes
+         * its read end and goes. */
         rc = -EINVAL;
+        close(signal_pipe[1]);
+        signal_pipe[0] = signal_pipe[1] = -1;
         goto out;
     }
     signal_chosen = signo;

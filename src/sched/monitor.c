@@ -62,6 +62,7 @@
 #include "base/clock.h"
 #include "base/compiler.h"
 #include "base/symbols.h"
+#include "base/utf8.h"
 #include "sched/probe.h"
 #include "sched/worker.h"
 
@@ -168,7 +169,7 @@ WEFT_RACY_READS static bool copy_running(struct weft__worker *w,
         const char *n = c->co->name;
         size_t i = 0;
         for (; n && i < sizeof c->name - 1 && n[i]; i++)
-            c->name[i] = n[i];
+            c->name[i] = weft__printable(n[i]); /* one line per stall */
         c->name[i] = '\0';
         weft__stack st = c->co->stack;
         c->low = st.map ? (uintptr_t)weft__stack_low(&st) : 0;
@@ -535,7 +536,7 @@ static void *monitor_main(void *arg)
     weft_pool *p = m->pool;
     char name[32];
     snprintf(name, sizeof name, "%s-mon", p->name);
-    name[15] = '\0';
+    name[weft__utf8_prefix(name, 15)] = '\0'; /* the kernel keeps 15 bytes */
     pthread_setname_np(pthread_self(), name);
     unsigned still = 0; /* looks in a row that found no task running */
     while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {

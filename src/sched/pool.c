@@ -82,6 +82,7 @@
 #include "base/alloc.h"
 #include "base/backoff.h"
 #include "base/compiler.h"
+#include "base/utf8.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -1542,7 +1543,7 @@ static void thread_begin(struct weft__worker *w)
         snprintf(name, sizeof name, "%s-%u", p->name, w->index);
     else
         snprintf(name, sizeof name, "%s-s%u", p->name, w->index - p->nworkers);
-    name[15] = '\0'; /* the kernel keeps 15 bytes */
+    name[weft__utf8_prefix(name, 15)] = '\0'; /* the kernel keeps 15 bytes */
     pthread_setname_np(pthread_self(), name);
 }
 
@@ -2025,8 +2026,11 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     p->stack_size = stack;
     p->cache_bytes = opts && opts->cache_bytes ? opts->cache_bytes
                                                : WEFT_POOL_CACHE_DEFAULT;
-    snprintf(p->name, sizeof p->name, "%.10s",
-             opts && opts->name ? opts->name : "weft");
+    const char *name = opts && opts->name ? opts->name : "weft";
+    snprintf(p->name, sizeof p->name, "%.*s", (int)weft__utf8_prefix(name, 10),
+             name);
+    for (char *c = p->name; *c; c++)
+        *c = weft__printable(*c); /* it names threads and dump lines */
     p->made_ns = weft__now_ns();
     p->service_ticks = weft__ticks_at_most(SERVICE_EVERY_NS);
     cds_wfcq_init(&p->inject_head, &p->inject_tail);

@@ -52,6 +52,7 @@
 #include "base/compiler.h"
 #include "base/direct.h"
 #include "base/storeload.h"
+#include "base/utf8.h"
 #include "sched/observe.h"
 #include "sched/task.h"
 
@@ -212,7 +213,7 @@ WEFT_OPAQUE void weft__trace_name(uint64_t id, const char *name)
     if (e) {
         e[0] = (struct event){weft__now_ns(), id, 0, WEFT__TE_NAME, 0};
         char *text = (char *)&e[1];
-        size_t n = strnlen(name, sizeof e[1] - 1);
+        size_t n = weft__utf8_prefix(name, sizeof e[1] - 1);
         memcpy(text, name, n);
         memset(text + n, 0, sizeof e[1] - n);
     }
@@ -329,21 +330,29 @@ WEFT_EXPORT int weft_trace_start(const char *path)
     return 0;
 }
 
-/* Task names by id, from the NAME events (open addressing). */
+/* Task names by id, from the NAME events (open addressing): for each, the
+ * latest name (by the events' time, since the buffers are read one thread
+ * after another: a task renamed on a worker after the start named it from
+ * another thread has its new name recorded in another buffer). */
 struct names {
     uint64_t *ids;
+    uint64_t *ts;
     char (*text)[32];
     size_t cap;
 };
 
-static void names_put(struct names *m, uint64_t id, const char *text)
+static void names_put(struct names *m, uint64_t id, uint64_t ts,
+                      const char *text)
 {
     if (!m->cap)
         return;
     size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
     while (m->ids[i] && m->ids[i] != id)
         i = (i + 1) & (m->cap - 1);
+    if (m->ids[i] == id && m->ts[i] > ts)
+        return; /* a later name is in already */
     m->ids[i] = id;
+    m->ts[i] = ts;
     memcpy(m->text[i], text, 32);
     m->text[i][31] = '\0';
 }
@@ -361,17 +370,26 @@ static const char *names_get(const struct names *m, uint64_t id)
     return "task";
 }
 
+/* s as a JSON string: valid UTF-8 whatever s holds (see base/utf8.h;
+ * a byte that starts no valid character becomes U+FFFD). */
 static void put_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+    const unsigned char *u = (const unsigned char *)s;
+    while (*u) {
+        unsigned char c = *u;
+        size_t len = weft__utf8_char(u);
+        if (!len) {
+            fputs("\\ufffd", f);
+            len = 1;
+        } else if (c == '"' || c == '\\') {
             fprintf(f, "\\%c", c);
-        else if (c < 0x20)
+        } else if (c < 0x20) {
             fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+        } else {
+            fwrite(u, 1, len, f);
+        }
+        u += len;
     }
     fputc('"', f);
 }
@@ -574,14 +592,15 @@ static int write_trace(FILE *f)
         }
         qsort(flows.ids, flows.n, sizeof *flows.ids, by_flow);
     }
-    struct names names = {NULL, NULL, 0};
+    struct names names = {NULL, NULL, NULL, 0};
     if (nnames) {
         size_t cap = 16;
         while (cap < 2 * nnames)
             cap *= 2;
         names.ids = weft__calloc(cap, sizeof *names.ids);
+        names.ts = weft__malloc(cap * sizeof *names.ts);
         names.text = weft__malloc(cap * sizeof *names.text);
-        if (names.ids && names.text)
+        if (names.ids && names.ts && names.text)
             names.cap = cap;
     }
     for (struct buffer *b = buffers; b; b = b->next) {
@@ -590,7 +609,7 @@ static int write_trace(FILE *f)
         for (const struct block *k = b->head; k; k = k->next)
             for (unsigned i = 0; i + 1 < k->n; i++)
                 if (k->ev[i].type == WEFT__TE_NAME) {
-                    names_put(&names, k->ev[i].id,
+                    names_put(&names, k->ev[i].id, k->ev[i].ts,
                               (const char *)&k->ev[i + 1]);
                     i++;
                 }
@@ -606,6 +625,7 @@ static int write_trace(FILE *f)
             write_buffer(&w, b);
     fprintf(f, "\n]}\n");
     free(names.ids);
+    free(names.ts);
     free(names.text);
     free(flows.ids);
     return ferror(f) ? -EIO : 0;

@@ -11,6 +11,7 @@
 
 #include <weft/weft.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -981,9 +982,61 @@ static void *named_waiter(void *arg)
     return NULL;
 }
 
+static void *event_waiter(void *arg)
+{
+    CHECK_EQ(weft_event_wait(arg), 0);
+    return NULL;
+}
+
+/* A name with a newline and an escape in it keeps its task's dump line
+ * one line: control characters print as '?' (a name is the program's,
+ * maybe a peer's address or a request line; the line broke before). */
+static void test_dump_name_one_line(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool_named(1, "two\nlines");
+    static weft_event e;
+    weft_event_init(&e);
+    weft_task *t;
+    weft_task_opts o = {.name = "GET /\r\nHost: \x1b[31m"};
+    assert_int_equal(weft_spawn(&t, p, event_waiter, &e, &o), 0);
+    assert_true(wait_stats(p, parked_n, P(1)));
+    char *d = dump_of(p);
+    expect_in(d, "weft pool \"two?lines\" (1 workers):\n");
+    char blk[1024];
+    assert_true(block_of(d, weft_task_id(t), blk, sizeof blk));
+    expect_in(blk, "\"GET /??Host: ?[31m\" [event, ");
+    free(d);
+    weft_event_set(&e);
+    assert_int_equal(weft_sync_wait(t, NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* Entries in a /proc/self folder (fd, task). */
+static int proc_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
 static void test_dump_on_signal(void **state)
 {
     (void)state;
+    /* A signal glibc keeps for itself (32, SIGCANCEL) is refused, and
+     * nothing is left of the refusal: it left a pipe and a sleeping
+     * thread each time before. */
+    int fds = proc_entries("/proc/self/fd"),
+        threads = proc_entries("/proc/self/task");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(weft_dump_on_signal(32), -EINVAL);
+    assert_int_equal(proc_entries("/proc/self/fd"), fds);
+    assert_int_equal(proc_entries("/proc/self/task"), threads);
     weft_pool *p = wt_pool_named(1, "signalled");
     static weft_event e;
     weft_event_init(&e);
@@ -1174,6 +1227,107 @@ static void test_trace_names_earlier_tasks(void **state)
     WT_CLEAN();
 }
 
+/* Whether the n bytes at s are UTF-8 as RFC 3629 has it (what a JSON
+ * reader asks of a JSON text): written here apart from the library's. */
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t more;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            more = 1, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            more = 2, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            more = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return false;
+        }
+        if (i + more >= n)
+            return false;
+        for (size_t k = 1; k <= more; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return false;
+            c = c << 6 | (s[i + k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return false;
+        i += more + 1;
+    }
+    return true;
+}
+
+static weft_event utf8_go;
+
+static void *renamed_in_trace(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(weft_event_wait(&utf8_go), 0);
+    /* After the start named it from the main thread: the new name wins,
+     * whichever thread's events the writer reads first. */
+    CHECK_EQ(weft_task_set_name("renamed while traced"), 0);
+    CHECK_EQ(weft_yield(), 0);
+    return NULL;
+}
+
+/* Names cut to their buffers' sizes in the middle of a character, or that
+ * were never UTF-8, still give a trace of valid UTF-8 (a JSON text is
+ * UTF-8: Perfetto and Python's json refused the trace before), cut at a
+ * character's start; and a task renamed after the start carries its new
+ * name (the name recorded in the thread read last won before). */
+static void test_trace_names_utf8(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/weft-trace-XXXXXX";
+    trace_file_new(path);
+    /* 8 bytes and a 3-byte euro sign: the pool's 10 bytes split it. */
+    weft_pool *p = wt_pool_named(1, "poolname\xe2\x82\xac");
+    weft_event_init(&utf8_go);
+    weft_task *a, *b, *c;
+    /* 30 bytes and the euro sign: a name's 31 bytes split it. */
+    weft_task_opts cut = {.name = "abcdefghijklmnopqrstuvwxyz0123\xe2\x82\xac"};
+    weft_task_opts bad = {.name = "bad\xff\xfename"};
+    weft_task_opts old = {.name = "named before the trace"};
+    assert_int_equal(weft_spawn(&c, p, renamed_in_trace, NULL, &old), 0);
+    assert_true(wait_stats(p, parked_n, (void *)(uintptr_t)1));
+    assert_int_equal(weft_trace_start(path), 0);
+    assert_int_equal(weft_spawn(&a, p, leaf, NULL, &cut), 0);
+    assert_int_equal(weft_spawn(&b, p, leaf, NULL, &bad), 0);
+    uint64_t ida = weft_task_id(a), idb = weft_task_id(b),
+             idc = weft_task_id(c);
+    assert_int_equal(weft_sync_wait(a, NULL), 0);
+    assert_int_equal(weft_sync_wait(b, NULL), 0);
+    weft_event_set(&utf8_go);
+    assert_int_equal(weft_sync_wait(c, NULL), 0);
+    assert_int_equal(weft_trace_stop(), 0);
+    wt_destroy(p);
+
+    size_t n;
+    const char *text = trace_file_take(path, &n);
+    assert_true(valid_utf8((const unsigned char *)text, n));
+    char want[96];
+    snprintf(want, sizeof want,
+             "\"name\":\"task %llu abcdefghijklmnopqrstuvwxyz0123\"",
+             (unsigned long long)ida);
+    expect_in(text, want);
+    snprintf(want, sizeof want, "\"name\":\"task %llu bad\\ufffd\\ufffdname\"",
+             (unsigned long long)idb);
+    expect_in(text, want);
+    expect_in(text, "\"args\":{\"name\":\"poolname-0\"}");
+    snprintf(want, sizeof want, "\"name\":\"task %llu renamed while traced\"",
+             (unsigned long long)idc);
+    expect_in(text, want);
+    snprintf(want, sizeof want, "\"name\":\"task %llu named before",
+             (unsigned long long)idc);
+    CHECK(strstr(text, want) == NULL);
+    WT_CLEAN();
+}
+
 /* ------------------------------------------------------------------ */
 /* Stuck workers: the dump and the warning (weft/pool.h)                */
 
@@ -1333,9 +1487,11 @@ int main(void)
         WT_TEST1(test_dump_inline_body),
         WT_TEST1(test_dump_cond_relock),
         WT_TEST(test_dump_while_churning),
+        WT_TEST1(test_dump_name_one_line),
         WT_TEST1(test_dump_on_signal),
         WT_TEST1(test_trace_calls),
         WT_TEST1(test_trace_names_earlier_tasks),
+        WT_TEST1(test_trace_names_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
