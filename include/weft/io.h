@@ -104,7 +104,8 @@ WEFT_API int weft_socket(int domain, int type, int protocol);
 /*
  * weft_fd_adopt - hand fd over to weft: it becomes owned (see the top) and
  * non-blocking (O_NONBLOCK is set on its open file description, which
- * every dup(2) of it and every process sharing it sees).  Returns 0, or
+ * every dup(2) of it and every process sharing it sees).  A task waiting
+ * on fd meanwhile goes on waiting, now on an owned fd.  Returns 0, or
  * the fd codes (-EBADF: not open; -EINVAL: beyond the table; -ENOMEM),
  * -EEXIST (weft owns it already; if the program closed it with close(2)
  * since, that was the bug: weft_close it).

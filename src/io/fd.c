@@ -405,9 +405,9 @@ void weft__fd_forget_poller(struct weft__netpoll *np)
 
 /* Under rec->lock: wake the waiters with -EBADF, drop the registration,
  * forget the rest. */
-static void forget(struct weft__fd *rec, int fd, bool owned)
+static void forget(struct weft__fd *rec, int fd, bool owned, int woken)
 {
-    weft__fd_wake(rec, WEFT_IN | WEFT_OUT, -EBADF);
+    weft__fd_wake(rec, WEFT_IN | WEFT_OUT, woken);
     if (rec->poller) {
         /* Explicitly: a close(2) removes the registration only with the
          * last descriptor of the file (not while a dup(2) lives).  Fails
@@ -426,7 +426,7 @@ static void forget(struct weft__fd *rec, int fd, bool owned)
     rec->warned = false;
 }
 
-int weft__fd_reset(int fd, bool owned)
+int weft__fd_reset(int fd, bool owned, int woken)
 {
     struct weft__fd *rec = weft__fd_find(fd);
     if (!rec) {
@@ -437,7 +437,7 @@ int weft__fd_reset(int fd, bool owned)
             return err;
     }
     weft__spin_lock(&rec->lock);
-    forget(rec, fd, owned);
+    forget(rec, fd, owned, woken);
     weft__spin_unlock(&rec->lock);
     return 0;
 }
@@ -454,7 +454,7 @@ void weft__fd_closed_behind(int fd, const char *how)
                 "weft: fd %d, owned by weft, was closed without weft_close "
                 "(%s); weft forgets it\n",
                 fd, how);
-        forget(rec, fd, false);
+        forget(rec, fd, false, -EBADF);
     }
     weft__spin_unlock(&rec->lock);
 }

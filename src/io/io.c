@@ -111,15 +111,20 @@ static int wait_ready(struct weft__fd *rec, int fd, unsigned events,
  * -errno. */
 typedef ssize_t (*try_fn)(int fd, void *arg);
 
+static ssize_t owned_failed(int fd, ssize_t r);
+
 static ssize_t io_loop(struct weft__fd *rec, int fd, unsigned events,
-                       uint64_t deadline, bool nowait, try_fn try_once,
-                       void *arg)
+                       uint64_t deadline, bool nowait, bool owned,
+                       try_fn try_once, void *arg)
 {
     for (;;) {
         uint64_t seq = weft__fd_seq(rec); /* before the try: fd.c */
         ssize_t r = try_once(fd, arg);
+        /* Only the kernel's answer says an owned fd was closed behind
+         * weft's back: a wait's -EBADF is weft_close's wake, after which
+         * the number may already be another owned file's. */
         if (r != WOULD_BLOCK)
-            return r;
+            return owned ? owned_failed(fd, r) : r;
         int err = wait_ready(rec, fd, events, seq, deadline, nowait);
         if (err)
             return err;
@@ -200,7 +205,7 @@ static int take_ownership(int fd)
         return err;
     if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
         weft__fd_closed_behind(fd, "its number came back from the kernel");
-    return weft__fd_reset(fd, true);
+    return weft__fd_reset(fd, true, -EBADF);
 }
 
 WEFT_EXPORT int weft_socket(int domain, int type, int protocol)
@@ -229,14 +234,16 @@ WEFT_EXPORT int weft_fd_adopt(int fd)
         return -errno;
     if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
         return -errno;
-    return weft__fd_reset(fd, true);
+    /* The same file: a task parked on it as a borrowed fd looks again
+     * (and parks again, now on an owned one). */
+    return weft__fd_reset(fd, true, 0);
 }
 
 WEFT_EXPORT int weft_close(int fd)
 {
     if (fd < 0)
         return -EBADF;
-    weft__fd_reset(fd, false);
+    weft__fd_reset(fd, false, -EBADF);
     /* EINTR: Linux has released the fd all the same. */
     if (close(fd) < 0 && errno != EINTR)
         return -errno;
@@ -262,7 +269,8 @@ static int wait_fd(int fd, unsigned events, uint64_t timeout_ns, bool timed)
         return err;
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
-    return (int)io_loop(rec, fd, events, deadline, nowait, try_poll, &events);
+    return (int)io_loop(rec, fd, events, deadline, nowait, false, try_poll,
+                        &events);
 }
 
 WEFT_EXPORT int weft_wait_fd(int fd, unsigned events)
@@ -394,7 +402,7 @@ static ssize_t do_read(int fd, void *buf, size_t len, uint64_t timeout_ns,
     struct read_arg a = {buf, len, PROBE};
     if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
         return read_owned(rec, fd, &a, deadline, nowait);
-    return io_loop(rec, fd, WEFT_IN, deadline, nowait, try_read, &a);
+    return io_loop(rec, fd, WEFT_IN, deadline, nowait, false, try_read, &a);
 }
 
 WEFT_EXPORT ssize_t weft_read(int fd, void *buf, size_t len)
@@ -463,8 +471,7 @@ static ssize_t do_write(int fd, const void *buf, size_t len,
             return owned_failed(fd, kind);
         a.mode = kind != 3 ? AS_SOCKET : AS_FILE;
     }
-    ssize_t r = io_loop(rec, fd, WEFT_OUT, deadline, nowait, try_write, &a);
-    return owned ? owned_failed(fd, r) : r;
+    return io_loop(rec, fd, WEFT_OUT, deadline, nowait, owned, try_write, &a);
 }
 
 WEFT_EXPORT ssize_t weft_write(int fd, const void *buf, size_t len)
@@ -534,9 +541,8 @@ static int do_accept(int lfd, struct sockaddr *addr, socklen_t *len,
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct accept_arg a = {addr, len};
-    ssize_t fd = io_loop(rec, lfd, WEFT_IN, deadline, nowait, try_accept, &a);
-    if (fd == -EBADF && owned)
-        return (int)owned_failed(lfd, fd);
+    ssize_t fd =
+        io_loop(rec, lfd, WEFT_IN, deadline, nowait, owned, try_accept, &a);
     if (fd < 0)
         return (int)fd;
     err = take_ownership((int)fd);
@@ -612,8 +618,8 @@ static int do_connect(int fd, const struct sockaddr *addr, socklen_t len,
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct connect_arg a = {addr, len, false};
-    ssize_t r = io_loop(rec, fd, WEFT_OUT, deadline, nowait, try_connect, &a);
-    return (int)(owned && r == -EBADF ? owned_failed(fd, r) : r);
+    return (int)io_loop(rec, fd, WEFT_OUT, deadline, nowait, owned,
+                        try_connect, &a);
 }
 
 WEFT_EXPORT int weft_connect(int fd, const struct sockaddr *addr,

@@ -111,11 +111,12 @@ static inline uint64_t weft__fd_seq(struct weft__fd *rec)
 int weft__fd_park(struct weft__fd *rec, int fd, unsigned events, uint64_t seq,
                   uint64_t deadline);
 
-/* Wake every task parked on fd with -EBADF, drop its registration and
- * forget what weft knew of it; it is now owned if `owned`.  Does nothing
- * for an fd weft has no record of, unless owned (the record is made:
- * returns -ENOMEM if it cannot be). */
-int weft__fd_reset(int fd, bool owned);
+/* Wake every task parked on fd with `woken` (-EBADF: the number is
+ * another file's now; 0: the same file, which they try again), drop its
+ * registration and forget what weft knew of it; it is now owned if
+ * `owned`.  Does nothing for an fd weft has no record of, unless owned
+ * (the record is made: returns -ENOMEM if it cannot be). */
+int weft__fd_reset(int fd, bool owned, int woken);
 
 /* An owned fd was found closed without weft_close (the kernel said EBADF
  * or ENOTSOCK for it, or its number came back from accept or socket):

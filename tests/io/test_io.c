@@ -11,6 +11,8 @@
  */
 #include "iot.h"
 
+#include <signal.h>
+
 
 /* ------------------------------------------------------------------ */
 /* weft_wait_fd                                                         */
@@ -422,6 +424,132 @@ static void test_close_wakes(void **state)
     WT_CLEAN();
 }
 
+/*
+ * weft_close wakes a task parked in weft_write, weft_accept or
+ * weft_connect with -EBADF, and the number is taken at once by another
+ * owned socket, before the woken task runs: that task's -EBADF is
+ * weft_close's, not the kernel's, and must leave the new socket alone.
+ * It took the wake's -EBADF for "closed behind weft's back" and forgot the
+ * new socket: a read parked on it failed with -EBADF, and it was no
+ * longer owned.  One worker, so that the closer finishes before the woken
+ * task runs.
+ */
+enum reuse_call { REUSE_WRITE, REUSE_ACCEPT, REUSE_CONNECT };
+
+struct reuse {
+    enum reuse_call call;
+    int fd;               /* what the parked task waits on */
+    int next;             /* an owned socket whose number it takes */
+    struct sockaddr_in to; /* REUSE_CONNECT: a listener that never accepts */
+};
+
+static void *reuse_parked(void *arg)
+{
+    struct reuse *r = arg;
+    static char big[1 << 20];
+    switch (r->call) {
+    case REUSE_WRITE:
+        return P(weft_write(r->fd, big, sizeof big));
+    case REUSE_ACCEPT:
+        return P(weft_accept(r->fd, NULL, NULL));
+    default:
+        return P(weft_connect(r->fd, (struct sockaddr *)&r->to, sizeof r->to));
+    }
+}
+
+static void *reuse_closer(void *arg)
+{
+    struct reuse *r = arg;
+    int number = r->fd;
+    CHECK_EQ(weft_close(number), 0); /* wakes the parked task: queued */
+    CHECK_EQ(dup2(r->next, number), number);
+    CHECK_EQ(weft_close(r->next), 0);
+    CHECK_EQ(weft_fd_adopt(number), 0);
+    /* Now the woken task runs (its -EBADF), then this read times out. */
+    char b[8];
+    CHECK_EQ(weft_read_for(number, b, sizeof b, 20 * 1000000ull),
+             -ETIMEDOUT);
+    CHECK_EQ(weft_fd_adopt(number), -EEXIST); /* still owned */
+    return NULL;
+}
+
+static void test_close_then_reuse(void **state)
+{
+    (void)state;
+    signal(SIGPIPE, SIG_IGN);
+    for (int call = REUSE_WRITE; call <= REUSE_CONNECT; call++) {
+        weft_pool *p = wt_pool(1);
+        struct reuse r = {.call = (enum reuse_call)call};
+        int peer = -1, other[2], lfd = -1;
+        if (call == REUSE_WRITE) {
+            int sv[2];
+            iot_pair(sv);
+            assert_int_equal(weft_fd_adopt(sv[0]), 0);
+            fill_up(sv[0]);
+            r.fd = sv[0];
+            peer = sv[1];
+        } else if (call == REUSE_ACCEPT) {
+            r.fd = iot_listener(&r.to, 1);
+        } else {
+            /* A backlog that is full once one handshake is queued: the
+             * next connect stays in progress. */
+            lfd = iot_listener(&r.to, 0);
+            int first = weft_socket(AF_INET, SOCK_STREAM, 0);
+            assert_true(first >= 0);
+            (void)connect(first, (struct sockaddr *)&r.to, sizeof r.to);
+            peer = first;
+            r.fd = weft_socket(AF_INET, SOCK_STREAM, 0);
+            assert_true(r.fd >= 0);
+        }
+        iot_pair(other);
+        assert_int_equal(weft_fd_adopt(other[0]), 0);
+        r.next = other[0];
+        weft_task *parked, *closer;
+        assert_int_equal(weft_spawn(&parked, p, reuse_parked, &r, NULL), 0);
+        iot_wait_parked(r.fd, 1);
+        int number = r.fd;
+        assert_int_equal(weft_spawn(&closer, p, reuse_closer, &r, NULL), 0);
+        assert_int_equal(iot_result(closer), 0);
+        assert_int_equal(iot_result(parked), -EBADF);
+        assert_int_equal(weft_close(number), 0);
+        assert_int_equal(weft_close(other[1]), 0);
+        if (peer >= 0)
+            assert_int_equal(weft_close(peer), 0);
+        if (lfd >= 0)
+            assert_int_equal(weft_close(lfd), 0);
+        wt_destroy(p);
+    }
+    WT_CLEAN();
+}
+
+/* weft_fd_adopt of a borrowed fd a task is parked on: the same file, so
+ * the task goes on waiting (now on an owned fd) and reads what comes; it
+ * got -EBADF before, the code of a closed fd. */
+static void *read_two_for(void *arg)
+{
+    char b[8];
+    return P(weft_read_for(*(int *)arg, b, sizeof b, 10000 * 1000000ull));
+}
+
+static void test_adopt_while_parked(void **state)
+{
+    int sv[2];
+    iot_pair(sv);
+    assert_int_equal(
+        fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK), 0);
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    weft_task *t;
+    assert_int_equal(weft_spawn(&t, p, read_two_for, &sv[0], NULL), 0);
+    iot_wait_parked(sv[0], 1);
+    assert_int_equal(weft_fd_adopt(sv[0]), 0);
+    assert_int_equal(write(sv[1], "hi", 2), 2);
+    assert_int_equal(iot_result(t), 2);
+    assert_int_equal(weft_fd_adopt(sv[0]), -EEXIST);
+    iot_close_pair(sv);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 /* weft_pool_destroy waits for a task parked on I/O, and the pool keeps
  * polling meanwhile. */
 static void *destroy_thread(void *arg)
@@ -816,6 +944,8 @@ int main(void)
         WT_TEST(test_big_write),
         WT_TEST(test_big_write_some),
         WT_TEST(test_close_wakes),
+        WT_TEST1(test_close_then_reuse),
+        WT_TEST(test_adopt_while_parked),
         WT_TEST(test_destroy_waits),
         WT_TEST(test_many_waiters),
         WT_TEST(test_timeouts),
