@@ -109,6 +109,17 @@
  * weft/blocking.h): a plain waitpid blocks the worker, and the hook
  * (docs/foreign.md) does not take waitpid.
  *
+ * Signals.  A pool's workers (and weft_blocking's threads) run the
+ * program's code and start with the signal mask of the thread that made
+ * them, as any pthread does: a program that takes a signal with sigwait
+ * or a signalfd blocks it before it makes its first pool.  weft's own
+ * threads that run none of the program's code (a pool's monitor, the
+ * "weft-dump" thread, weft_pool_destroy_for's helper, weft_blocking's
+ * watchdog) block every asynchronous signal, so a signal sent to the
+ * process never lands on one of them: made before the program blocked
+ * that signal, they would have taken its default action (ending the
+ * process) instead of leaving it pending for the program's threads.
+ *
  * Objects.  Objects the program keeps are opaque and made by
  * weft_X_create(&out, ...) (pool, channel, coroutine) or by
  * weft_task_create and weft_spawn (tasks).  Small ones meant to be

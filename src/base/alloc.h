@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,28 @@ static inline int weft__pthread_create_(int err, pthread_t *th,
     return pthread_create(th, attr, fn, arg);
 }
 
+/* A thread of weft's own that runs none of the program's code (weft.h,
+ * "Signals"): made with every asynchronous signal blocked, which it keeps
+ * (a thread inherits its maker's mask); the maker's mask is put back.
+ * The synchronous signals stay open: a fault on it must still be one. */
+static inline int weft__quiet_thread_create_(int err, pthread_t *th,
+                                             const pthread_attr_t *attr,
+                                             void *(*fn)(void *), void *arg)
+{
+    if (err)
+        return err == ENOMEM ? EAGAIN : err;
+    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE,
+                                       SIGILL,  SIGTRAP, SIGSYS};
+    sigset_t quiet, old;
+    sigfillset(&quiet);
+    for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
+        sigdelset(&quiet, sync_signals[i]);
+    pthread_sigmask(SIG_SETMASK, &quiet, &old);
+    int rc = pthread_create(th, attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static inline int weft__pthread_key_create_(int err, pthread_key_t *key,
                                             void (*dtor)(void *))
 {
@@ -144,6 +167,9 @@ static inline int weft__pthread_setspecific_(int err, pthread_key_t key,
     weft__madvise_(WEFT__FAULT("madvise"), addr, len, advice)
 #define weft__pthread_create(th, attr, fn, arg)                         \
     weft__pthread_create_(WEFT__FAULT("pthread_create"), th, attr, fn, arg)
+#define weft__quiet_thread_create(th, attr, fn, arg)                    \
+    weft__quiet_thread_create_(WEFT__FAULT("pthread_create"), th, attr, fn, \
+                               arg)
 #define weft__pthread_key_create(key, dtor)                             \
     weft__pthread_key_create_(WEFT__FAULT("pthread_key_create"), key, dtor)
 #define weft__pthread_setspecific(key, value)                           \

@@ -276,16 +276,18 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-/* Start a detached thread running main.  Returns 0, or -EAGAIN
- * (pthread_create's word for a thread that cannot be had). */
-static int start(void *(*main)(void *))
+/* Start a detached thread running main, quiet (alloc.h) if it runs none
+ * of the program's code.  Returns 0, or -EAGAIN (pthread_create's word
+ * for a thread that cannot be had). */
+static int start(void *(*main)(void *), bool quiet)
 {
     pthread_attr_t attr;
     if (pthread_attr_init(&attr))
         return -EAGAIN;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t th;
-    int rc = weft__pthread_create(&th, &attr, main, NULL);
+    int rc = quiet ? weft__quiet_thread_create(&th, &attr, main, NULL)
+                   : weft__pthread_create(&th, &attr, main, NULL);
     pthread_attr_destroy(&attr);
     return rc ? -EAGAIN : 0;
 }
@@ -293,7 +295,7 @@ static int start(void *(*main)(void *))
 /* Under g.lock: one more blocking thread.  0 or -EAGAIN. */
 static int start_thread(void)
 {
-    int rc = start(thread_main);
+    int rc = start(thread_main, false);
     if (!rc)
         g.threads++;
     return rc;
@@ -345,7 +347,7 @@ static int watch(struct request *r)
     if (r->expires == UINT64_MAX)
         return 0; /* no bound */
     if (!g.watchdog) {
-        int rc = start(watchdog_main);
+        int rc = start(watchdog_main, true);
         if (rc)
             return rc;
         g.watchdog = true;
@@ -393,7 +395,7 @@ static int submit(struct request *r)
  * watched like any request that waits for a busy thread. */
 static int start_counted(struct request *r)
 {
-    if (start(thread_main) == 0)
+    if (start(thread_main, false) == 0)
         return 0;
     int rc = 0;
     weft__lock(&g.lock);

@@ -150,7 +150,7 @@ static int destroy_in_task(weft_pool *p, uint64_t deadline)
     int err = pthread_attr_init(&attr);
     if (!err) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        err = weft__pthread_create(&th, &attr, helper_main, &c);
+        err = weft__quiet_thread_create(&th, &attr, helper_main, &c);
         pthread_attr_destroy(&attr);
     }
     if (err) {

@@ -599,7 +599,7 @@ WEFT_EXPORT int weft_dump_on_signal(int signo)
         goto closed;
     }
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int err = weft__pthread_create(&th, &attr, dumper_main,
+    int err = weft__quiet_thread_create(&th, &attr, dumper_main,
                                    (void *)(intptr_t)signal_pipe[0]);
     pthread_attr_destroy(&attr);
     if (err) {

@@ -600,7 +600,7 @@ int weft__monitor_make(weft_pool *p, unsigned stall_warn_ms)
 int weft__monitor_start(weft_pool *p)
 {
     struct weft__monitor *m = p->monitor;
-    if (weft__pthread_create(&m->thread, NULL, monitor_main, m) != 0)
+    if (weft__quiet_thread_create(&m->thread, NULL, monitor_main, m) != 0)
         return -EAGAIN;
     m->started = true;
     return 0;

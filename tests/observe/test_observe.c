@@ -1025,6 +1025,56 @@ static int proc_entries(const char *dir)
     return n;
 }
 
+/* The blocked-signal mask (/proc's SigBlk) of this process's thread whose
+ * name is `name`; false if there is none. */
+static bool blocked_of(const char *name, unsigned long long *mask)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool same = fgets(comm, sizeof comm, f) &&
+                    strncmp(comm, name, strlen(name)) == 0 &&
+                    comm[strlen(name)] == '\n';
+        fclose(f);
+        if (!same)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = fopen(path, "r");
+        assert_non_null(f);
+        char line[128];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "SigBlk: %llx", mask) == 1)
+                found = true;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* blocked_of, once the thread has named itself (it does so as it starts):
+ * false if none is named so within 10 s. */
+static bool blocked_of_soon(const char *name, unsigned long long *mask)
+{
+    uint64_t end = wt_now_ns() + MS(10000);
+    while (!blocked_of(name, mask))
+        if (wt_now_ns() > end)
+            return false;
+        else
+            sched_yield();
+    return true;
+}
+
+/* Signal n's bit in a /proc mask. */
+#define SIGBIT(n) (1ull << ((n) - 1))
+
 static void test_dump_on_signal(void **state)
 {
     (void)state;
@@ -1045,6 +1095,15 @@ static void test_dump_on_signal(void **state)
     assert_true(wait_stats(p, parked_n, P(1)));
     assert_int_equal(weft_dump_on_signal(SIGUSR2), 0);
     assert_int_equal(weft_dump_on_signal(SIGUSR2), 0);
+    /* weft's own threads that run no program code block every signal
+     * sent to the process (weft.h, "Signals"): this thread blocks none,
+     * and a SIGTERM that a program blocks later must not land on them. */
+    unsigned long long blocked = 0;
+    assert_true(blocked_of_soon("weft-dump", &blocked));
+    CHECK((blocked & SIGBIT(SIGTERM)) && (blocked & SIGBIT(SIGUSR2)) &&
+          (blocked & SIGBIT(SIGINT)) && !(blocked & SIGBIT(SIGSEGV)));
+    assert_true(blocked_of_soon("signalled-mon", &blocked));
+    CHECK((blocked & SIGBIT(SIGTERM)) && (blocked & SIGBIT(SIGUSR2)));
     assert_int_equal(weft_dump_on_signal(SIGUSR1), -EBUSY);
 
     /* stderr into a pipe, for as long as the dump takes. */
