@@ -59,8 +59,7 @@ static int unix_connect(int fd, int fl, const struct sockaddr *addr,
     uint64_t deadline = UINT64_MAX;
     if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &tl) == 0 &&
         (tv.tv_sec > 0 || tv.tv_usec > 0))
-        deadline = hook_now() + (uint64_t)tv.tv_sec * 1000000000u +
-                   (uint64_t)tv.tv_usec * 1000u;
+        deadline = hook_deadline(hook_now(), hook_ns_of_tv(&tv));
     uint64_t nap = 50000;
     for (;;) {
         if (hook_now() >= deadline) {

@@ -20,6 +20,7 @@
 #include <weft/io.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -248,13 +249,9 @@ static inline bool hook_flags(int flags)
     return !(flags & MSG_DONTWAIT) && weft__hook_here();
 }
 
-/* Whether a receive waits for all it asked: MSG_WAITALL, on a stream
- * (the kernel ignores it for datagrams).  One getsockopt, for the rare
- * receive that asks. */
-static bool wait_all(int fd, int flags)
+/* Whether fd is a stream socket (one getsockopt; errno kept). */
+static bool stream_socket(int fd)
 {
-    if (!(flags & MSG_WAITALL))
-        return false;
     int entry_errno = errno;
     int type = 0;
     socklen_t len = sizeof type;
@@ -264,13 +261,99 @@ static bool wait_all(int fd, int flags)
     return stream;
 }
 
+/* Whether a receive waits for all it asked: MSG_WAITALL, on a stream
+ * (the kernel ignores it for datagrams).  One getsockopt, for the rare
+ * receive that asks. */
+static bool wait_all(int fd, int flags)
+{
+    if (!(flags & MSG_WAITALL))
+        return false;
+    return stream_socket(fd);
+}
+
+/* A read or readv of nothing from a socket: Linux's read(2) returns 0
+ * at once for a count of 0 (sock_read_iter, before the socket is asked),
+ * so libc's call, which cannot block, answers; the receive the hook makes
+ * of it would say EAGAIN while nothing is queued and park until something
+ * came.  (recv and recvmsg of nothing do wait for data on Linux, and park
+ * as any other.) */
+static inline bool reads_nothing(size_t len)
+{
+    return len == 0;
+}
+
+static size_t iov_total(const struct iovec *iov, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    return total;
+}
+
+/*
+ * A receive with MSG_PEEK | MSG_WAITALL from a stream: Linux waits until
+ * len bytes are queued and copies them, leaving them queued.  The loop
+ * for MSG_WAITALL (sock_loop's `whole`) advanced past each part, but a
+ * peek consumes nothing, so it copied the queue's head again and again
+ * ("abcabcabca" for "abcdefghij").  Here: peek; while nothing is queued,
+ * park as any receive; while part of it is, nap and peek again (20 us,
+ * doubling to 1 ms: no readiness says that more came), until all of it
+ * is, the stream ends, the fd is non-blocking, or the task is cancelled
+ * (then what is queued is the answer, as a timeout's would be).
+ */
+static ssize_t peek_all(int fd, void *buf, size_t len, int flags,
+                        struct sockaddr *from, socklen_t *fromlen)
+{
+    int entry_errno = errno;
+    struct hook_call c = {0};
+    uint64_t nap = 20000;
+    for (;;) {
+        ssize_t r = REAL(recvfrom)(fd, buf, len, flags | MSG_DONTWAIT, from,
+                                   fromlen);
+        if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return r;
+        if (r == 0 || (r > 0 && (size_t)r >= len)) {
+            errno = entry_errno;
+            return r;
+        }
+        if (r < 0) {
+            switch (hook_wait(fd, WEFT_IN, SO_RCVTIMEO, &c)) {
+            case HOOK_RETRY:
+                errno = entry_errno;
+                continue;
+            case HOOK_EAGAIN:
+                errno = EAGAIN;
+                return -1;
+            case HOOK_CANCELED:
+                errno = ECANCELED;
+                return -1;
+            default:
+                errno = entry_errno;
+                return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+            }
+        }
+        int fl = REAL(fcntl)(fd, F_GETFL);
+        if ((fl >= 0 && (fl & O_NONBLOCK)) ||
+            (c.deadline && hook_now() >= c.deadline) ||
+            hook_sleep(nap) == -ECANCELED) {
+            errno = entry_errno;
+            return r;
+        }
+        if (nap < 1000000)
+            nap *= 2;
+    }
+}
+
 HOOK_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     if (!hook_flags(flags))
         return REAL(recv)(fd, buf, len, flags);
+    bool all = wait_all(fd, flags);
+    if (all && (flags & MSG_PEEK))
+        return peek_all(fd, buf, len, flags, NULL, NULL);
     struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len,
                          .flags = flags};
-    return sock_loop(fd, &op, wait_all(fd, flags), parks_first(fd));
+    return sock_loop(fd, &op, all, parks_first(fd));
 }
 
 HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
@@ -278,9 +361,12 @@ HOOK_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 {
     if (!hook_flags(flags))
         return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+    bool all = wait_all(fd, flags);
+    if (all && (flags & MSG_PEEK))
+        return peek_all(fd, buf, len, flags, from, fromlen);
     struct sock_op op = {.kind = OP_RECVFROM, .buf = buf, .len = len,
                          .flags = flags, .from = from, .fromlen = fromlen};
-    return sock_loop(fd, &op, wait_all(fd, flags), false);
+    return sock_loop(fd, &op, all, false);
 }
 
 /* fds received with SCM_RIGHTS are new numbers, perhaps of files the
@@ -311,7 +397,9 @@ HOOK_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     ssize_t r;
     if (!hook_flags(flags)) {
         r = REAL(recvmsg)(fd, msg, flags);
-    } else if (wait_all(fd, flags)) {
+    } else if (!(flags & MSG_PEEK) && wait_all(fd, flags)) {
+        /* (A peek of all of it gets what one peek finds: msg_loop, like
+         * sock_loop, advances past what a peek leaves queued.) */
         r = msg_loop(fd, msg, flags, msg);
     } else {
         struct sock_op op = {.kind = OP_RECVMSG, .msg = msg, .flags = flags};
@@ -408,7 +496,7 @@ static bool not_socket(int fd, ssize_t r)
 
 HOOK_API ssize_t read(int fd, void *buf, size_t len)
 {
-    if (!maybe_socket(fd) || waits_for_mark(fd))
+    if (!maybe_socket(fd) || waits_for_mark(fd) || reads_nothing(len))
         return REAL(read)(fd, buf, len);
     if (parks_first(fd)) {
         struct sock_op op = {.kind = OP_RECV, .buf = buf, .len = len};
@@ -476,6 +564,9 @@ HOOK_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
         return r;
     }
     errno = entry_errno;
+    /* The kernel has read iov (a bad one said EFAULT above). */
+    if (reads_nothing(iov_total(iov, (size_t)iovcnt)))
+        return 0;
     struct sock_op op = {.kind = OP_RECVMSG, .msg = &m};
     return sock_loop(fd, &op, false, true);
 }

@@ -110,7 +110,8 @@ static int hook_poll(struct pollfd *fds, nfds_t n, uint64_t timeout_ns)
     if (r != 0 || timeout_ns == 0)
         return r;
     uint64_t deadline =
-        timeout_ns == UINT64_MAX ? UINT64_MAX : hook_now() + timeout_ns;
+        timeout_ns == UINT64_MAX ? UINT64_MAX
+                                 : hook_deadline(hook_now(), timeout_ns);
     int wait_fd = -1;
     unsigned events = WEFT_IN;
     int ep = -1;
@@ -221,6 +222,24 @@ HOOK_API int __ppoll_chk(struct pollfd *fds, nfds_t n,
 
 /* select through hook_poll: the sets become a pollfd array (POLLIN for
  * readfds, POLLOUT for writefds, POLLPRI for exceptfds) and back. */
+/* Whether poll's answer puts anything in select's sets (POLLNVAL: its
+ * EBADF, which counts as an answer). */
+static bool reported_in_sets(const struct pollfd *p, nfds_t n,
+                             const fd_set *rd, const fd_set *wr,
+                             const fd_set *ex)
+{
+    for (nfds_t i = 0; i < n; i++) {
+        short re = p[i].revents;
+        if ((re & POLLNVAL) ||
+            (rd && (p[i].events & POLLIN) &&
+             (re & (POLLIN | POLLHUP | POLLERR))) ||
+            (wr && (p[i].events & POLLOUT) && (re & (POLLOUT | POLLERR))) ||
+            (ex && (p[i].events & POLLPRI) && (re & POLLPRI)))
+            return true;
+    }
+    return false;
+}
+
 HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
                     struct timeval *tv)
 {
@@ -250,11 +269,26 @@ HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
         if (ev)
             p[n++] = (struct pollfd){.fd = fd, .events = ev};
     }
-    uint64_t timeout = tv ? (uint64_t)tv->tv_sec * 1000000000u +
-                                (uint64_t)tv->tv_usec * 1000u
-                          : UINT64_MAX;
+    uint64_t timeout = tv ? hook_ns_of_tv(tv) : UINT64_MAX;
     uint64_t start = hook_now();
-    int r = hook_poll(p, n, timeout);
+    int r;
+    for (;;) {
+        uint64_t now = hook_now(), gone = now - start;
+        r = hook_poll(p, n, timeout == UINT64_MAX ? timeout
+                            : gone >= timeout ? 0 : timeout - gone);
+        if (r <= 0 || reported_in_sets(p, n, rd, wr, ex))
+            break;
+        /* Only what no set asked of (a hang-up or an error on an fd in
+         * exceptfds alone): Linux's select sleeps on, so the rest of the
+         * time is waited for, without those fds, which would say the
+         * same again at once. */
+        for (nfds_t i = 0; i < n; i++)
+            if (p[i].revents)
+                p[i].fd = -1 - p[i].fd; /* poll skips it; kept, negated */
+    }
+    for (nfds_t i = 0; i < n; i++)
+        if (p[i].fd < 0)
+            p[i].fd = -1 - p[i].fd, p[i].revents = 0;
     if (tv) {
         /* Linux's select writes back the time not slept. */
         uint64_t slept = hook_now() - start;

@@ -30,7 +30,7 @@ static uint64_t timeout_of(int fd, int opt)
     if (getsockopt(fd, SOL_SOCKET, opt, &tv, &len) != 0 || tv.tv_sec < 0 ||
         (tv.tv_sec == 0 && tv.tv_usec <= 0))
         return 0;
-    return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+    return hook_ns_of_tv(&tv);
 }
 
 /* What the call's park must respect: fd's blocking mode and timeout, from
@@ -67,7 +67,7 @@ static void learn(int fd, int timeout_opt, struct hook_call *c)
                                                 : 0;
     uint64_t t = info & has ? timeout_of(fd, timeout_opt) : 0;
     if (t)
-        c->deadline = hook_now() + t;
+        c->deadline = hook_deadline(hook_now(), t);
 }
 
 enum hook_outcome hook_wait(int fd, unsigned events, int timeout_opt,

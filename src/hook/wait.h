@@ -85,4 +85,19 @@ static inline uint64_t hook_ns_of(const struct timespec *ts)
     return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
+/* A timeval (valid: usec below a second, nothing negative) in ns, near
+ * UINT64_MAX for one too large to count (Linux takes tv_sec up to
+ * LONG_MAX in select and SO_RCVTIMEO: no timeout is invented). */
+static inline uint64_t hook_ns_of_tv(const struct timeval *tv)
+{
+    struct timespec ts = {tv->tv_sec, (long)tv->tv_usec * 1000};
+    return hook_ns_of(&ts);
+}
+
+/* now + ns, saturating: a deadline that a huge timeout cannot wrap. */
+static inline uint64_t hook_deadline(uint64_t now, uint64_t ns)
+{
+    return ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ns;
+}
+
 #endif /* WEFT_HOOK_WAIT_H */

@@ -34,6 +34,25 @@
 #include "sched/worker.h"
 
 #include <errno.h>
+#include <pthread.h>
+
+/* A child of fork(2) has one thread, the one that forked, whose block
+ * still names the worker it was in the parent: its hooked calls would
+ * park and run the copied pool's scheduler in the child (another task's
+ * body ran there; a read waited for a poller that has no thread).  In
+ * the child it is a plain thread: every hooked call is libc's, and the
+ * parked task weft/weft.h forbids touching stays untouched. */
+static void leave_pool_in_child(void)
+{
+    weft__sched_tls.worker = NULL;
+    weft__sched_tls.driver = NULL;
+    weft__sched_tls.tid = 0; /* the child's own, looked up again */
+}
+
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, leave_pool_in_child);
+}
 
 /* Whether a hooked call made here may park: the caller is a task (not a
  * standalone coroutine, not the scheduler), run by one of its pool's own

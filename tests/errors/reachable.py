@@ -247,6 +247,7 @@ def analyse(src_dir):
         body = re.sub(r'\(\s*void\s*\)\s*[A-Za-z_]\w*\s*\(', '(',
                       fn['body'])
         body = re.sub(r'\b(pthread_once|pthread_create|weft__pthread_create|'
+                      r'weft__quiet_thread_create|'
                       r'atexit)\s*\([^;]*\)', '', body)
         names = set(IDENT.findall(body))
         names.discard(fn['name'])

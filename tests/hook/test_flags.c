@@ -1516,6 +1516,117 @@ static void test_waitall(void **state)
     WT_CLEAN();
 }
 
+/*
+ * Edges where the hook answered other than libc: a read or readv of
+ * nothing from an empty stream (0 at once; it parked until data came), a
+ * peek of all of a message that comes in two parts (the whole message;
+ * it copied the first part again and again), timeouts too large for ns
+ * in select and SO_RCVTIMEO (no timeout invented; they ended at once or
+ * after 0.3 s), and select on exceptfds alone of a hung-up socket (waits
+ * out its timeout; it returned at once).
+ */
+struct edges_run {
+    weft_pool *pool;
+    int sv[2];
+    atomic_int round;
+};
+
+/* In the hooked build, until the body is parked (or napping) in its call;
+ * the plain body blocks in the kernel, which needs no such wait. */
+static void edges_wait_body(struct edges_run *r)
+{
+    if (HK_HOOKED)
+        hk_wait_parked(r->pool, 1);
+}
+
+static void *edges_feeder(void *arg)
+{
+    struct edges_run *r = arg;
+    char msg[100];
+    for (int i = 0; i < 100; i++)
+        msg[i] = (char)('a' + i % 26);
+    /* Round 1: the peek's message, in two parts. */
+    while (atomic_load(&r->round) != 1)
+        sched_yield();
+    CHECK_EQ(write(r->sv[1], msg, 10), 10);
+    edges_wait_body(r);
+    CHECK_EQ(write(r->sv[1], msg + 10, 90), 90);
+    /* Rounds 2 and 3: a byte for a select and a read with huge timeouts. */
+    for (int k = 2; k <= 3; k++) {
+        while (atomic_load(&r->round) != k)
+            sched_yield();
+        edges_wait_body(r);
+        CHECK_EQ(write(r->sv[1], "z", 1), 1);
+    }
+    return NULL;
+}
+
+static void *edges_body(void *arg)
+{
+    struct edges_run *r = arg;
+    int fd = r->sv[0];
+    char buf[100];
+    /* Nothing queued: a read of nothing is 0 at once. */
+    CHECK_EQ(read(fd, buf, 0), 0);
+    struct iovec none = {buf, 0};
+    CHECK_EQ(readv(fd, &none, 1), 0);
+
+    atomic_store(&r->round, 1);
+    memset(buf, 0, sizeof buf);
+    CHECK_EQ(recv(fd, buf, 100, MSG_PEEK | MSG_WAITALL), 100);
+    char got[100];
+    CHECK_EQ(recv(fd, got, 100, MSG_WAITALL), 100);
+    for (int i = 0; i < 100; i++) {
+        CHECK_EQ(buf[i], 'a' + i % 26);
+        CHECK_EQ(got[i], 'a' + i % 26);
+    }
+
+    atomic_store(&r->round, 2);
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(fd, &rd);
+    struct timeval huge = {.tv_sec = 18446744074};
+    CHECK_EQ(select(fd + 1, &rd, NULL, NULL, &huge), 1);
+    CHECK_EQ(read(fd, buf, 1), 1);
+
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &huge, sizeof huge), 0);
+    atomic_store(&r->round, 3);
+    CHECK_EQ(read(fd, buf, 1), 1);
+    struct timeval none_tv = {0};
+    CHECK_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none_tv, sizeof none_tv),
+             0);
+
+    /* The peer is gone: a hang-up, which exceptfds does not report. */
+    int hup[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hup), 0);
+    CHECK_EQ(close(hup[1]), 0);
+    fd_set ex;
+    FD_ZERO(&ex);
+    FD_SET(hup[0], &ex);
+    struct timeval tv = {.tv_usec = 100000};
+    uint64_t t0 = wt_now_ns();
+    CHECK_EQ(select(hup[0] + 1, NULL, NULL, &ex, &tv), 0);
+    CHECK(wt_now_ns() - t0 >= MS(100));
+    CHECK_EQ(close(hup[0]), 0);
+    return NULL;
+}
+
+static void test_edges(void **state)
+{
+    (void)state;
+    static struct edges_run r;
+    memset(&r, 0, sizeof r);
+    hk_pair(r.sv);
+    r.pool = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    pthread_t feeder = wt_thread(edges_feeder, &r);
+    wt_run(r.pool, edges_body, &r);
+    wt_join(feeder);
+    wt_destroy(r.pool);
+    close(r.sv[0]);
+    close(r.sv[1]);
+    WT_CLEAN();
+}
+
 /* More iovecs than IOV_MAX: EINVAL, as libc's readv and writev say
  * (recvmsg and sendmsg, which the hook uses on sockets, would say
  * EMSGSIZE). */
@@ -1559,6 +1670,7 @@ int main(void)
         WT_TEST1(test_scm_rights),     WT_TEST1(test_oob),
         WT_TEST1(test_mode_changes),   WT_TEST1(test_udp),
         WT_TEST1(test_waitall),        WT_TEST1(test_iov_max),
+        WT_TEST1(test_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

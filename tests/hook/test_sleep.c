@@ -13,7 +13,10 @@
  */
 #include "hk.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/select.h>
+#include <sys/wait.h>
 
 struct sleep_run {
     atomic_ulong ticks;
@@ -165,12 +168,79 @@ static void test_sleeps_keep_errno(void **state)
     WT_CLEAN();
 }
 
+/* A child of fork(2) is a plain thread: its hooked sleep is libc's.  It
+ * parked before, and the child's one thread ran the copied pool's
+ * scheduler: another task's body ran in the child (the ticker's check),
+ * or the child hung. */
+static int g_fork_pipe[2];
+static pid_t g_parent;
+static atomic_bool g_fork_stop;
+
+static void *fork_ticker(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_fork_stop)) {
+        if (getpid() != g_parent) {
+            (void)!write(g_fork_pipe[1], "B", 1); /* ran in the child */
+            _exit(3);
+        }
+        CHECK_EQ(weft_sleep(1000000), 0);
+    }
+    return NULL;
+}
+
+static void *forker(void *arg)
+{
+    (void)arg;
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Async-signal-safe calls only, as weft.h asks of a child. */
+        struct timespec ts = {.tv_nsec = 20000000};
+        char ok = nanosleep(&ts, NULL) == 0 ? '1' : '0';
+        (void)!write(g_fork_pipe[1], &ok, 1);
+        _exit(0);
+    }
+    return P(pid);
+}
+
+static void test_fork_child_is_plain(void **state)
+{
+    (void)state;
+    assert_true(hk_hook_loaded());
+    g_parent = getpid();
+    atomic_store(&g_fork_stop, false);
+    assert_int_equal(pipe2(g_fork_pipe, O_CLOEXEC), 0);
+    weft_pool *p = hk_pool(1, WEFT_POOL_NO_MONITOR);
+    weft_task *tk, *f;
+    assert_int_equal(weft_spawn(&tk, p, fork_ticker, NULL, NULL), 0);
+    assert_int_equal(weft_spawn(&f, p, forker, NULL, NULL), 0);
+    void *r;
+    assert_int_equal(weft_sync_wait(f, &r), 0);
+    pid_t pid = (pid_t)I(r);
+    assert_true(pid > 0);
+    struct pollfd pe = {g_fork_pipe[0], POLLIN, 0};
+    assert_int_equal(poll(&pe, 1, 10000), 1); /* 10 s: a hung child */
+    char got = 0;
+    assert_int_equal(read(g_fork_pipe[0], &got, 1), 1);
+    assert_int_equal(got, '1');
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    atomic_store(&g_fork_stop, true);
+    assert_int_equal(weft_sync_wait(tk, NULL), 0);
+    wt_destroy(p);
+    close(g_fork_pipe[0]);
+    close(g_fork_pipe[1]);
+    WT_CLEAN();
+}
+
 int main(void)
 {
     wt_main_init();
     const struct CMUnitTest tests[] = {
         WT_TEST1(test_sleeps),
         WT_TEST1(test_sleeps_keep_errno),
+        WT_TEST1(test_fork_child_is_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
