@@ -1500,19 +1500,42 @@ static void *waitall_body(void *arg)
     return NULL;
 }
 
-static void test_waitall(void **state)
+/* A connected loopback TCP pair, made on this (plain) thread. */
+static void tcp_pair(int sv[2])
 {
-    (void)state;
+    struct sockaddr_in addr;
+    int l = hk_listener(&addr, 1);
+    sv[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(sv[1] >= 0);
+    assert_int_equal(connect(sv[1], (struct sockaddr *)&addr, sizeof addr), 0);
+    sv[0] = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(sv[0] >= 0);
+    assert_int_equal(close(l), 0);
+}
+
+/* body in a task of a 1-worker pool, fed by feeder on a thread, over a
+ * fresh socket pair (struct waitall_run): AF_UNIX, or TCP if tcp. */
+static void run_fed(void *(*body)(void *), void *(*feeder)(void *), bool tcp)
+{
     static struct waitall_run r;
     memset(&r, 0, sizeof r);
-    hk_pair(r.sv);
+    if (tcp)
+        tcp_pair(r.sv);
+    else
+        hk_pair(r.sv);
     r.pool = hk_pool(1, WEFT_POOL_NO_MONITOR);
-    pthread_t feeder = wt_thread(waitall_feeder, &r);
-    wt_run(r.pool, waitall_body, &r);
-    wt_join(feeder);
+    pthread_t th = wt_thread(feeder, &r);
+    wt_run(r.pool, body, &r);
+    wt_join(th);
     wt_destroy(r.pool);
     close(r.sv[0]);
     close(r.sv[1]);
+}
+
+static void test_waitall(void **state)
+{
+    (void)state;
+    run_fed(waitall_body, waitall_feeder, false);
     WT_CLEAN();
 }
 
@@ -1525,15 +1548,9 @@ static void test_waitall(void **state)
  * after 0.3 s), and select on exceptfds alone of a hung-up socket (waits
  * out its timeout; it returned at once).
  */
-struct edges_run {
-    weft_pool *pool;
-    int sv[2];
-    atomic_int round;
-};
-
 /* In the hooked build, until the body is parked (or napping) in its call;
  * the plain body blocks in the kernel, which needs no such wait. */
-static void edges_wait_body(struct edges_run *r)
+static void edges_wait_body(struct waitall_run *r)
 {
     if (HK_HOOKED)
         hk_wait_parked(r->pool, 1);
@@ -1541,7 +1558,7 @@ static void edges_wait_body(struct edges_run *r)
 
 static void *edges_feeder(void *arg)
 {
-    struct edges_run *r = arg;
+    struct waitall_run *r = arg;
     char msg[100];
     for (int i = 0; i < 100; i++)
         msg[i] = (char)('a' + i % 26);
@@ -1563,7 +1580,7 @@ static void *edges_feeder(void *arg)
 
 static void *edges_body(void *arg)
 {
-    struct edges_run *r = arg;
+    struct waitall_run *r = arg;
     int fd = r->sv[0];
     char buf[100];
     /* Nothing queued: a read of nothing is 0 at once. */
@@ -1614,16 +1631,9 @@ static void *edges_body(void *arg)
 static void test_edges(void **state)
 {
     (void)state;
-    static struct edges_run r;
-    memset(&r, 0, sizeof r);
-    hk_pair(r.sv);
-    r.pool = hk_pool(1, WEFT_POOL_NO_MONITOR);
-    pthread_t feeder = wt_thread(edges_feeder, &r);
-    wt_run(r.pool, edges_body, &r);
-    wt_join(feeder);
-    wt_destroy(r.pool);
-    close(r.sv[0]);
-    close(r.sv[1]);
+    /* TCP: Linux's unix stream sockets may answer a peek of all of it
+     * with part (seen once in ten runs of the plain build). */
+    run_fed(edges_body, edges_feeder, true);
     WT_CLEAN();
 }
 
