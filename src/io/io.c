@@ -113,8 +113,15 @@ typedef ssize_t (*try_fn)(int fd, void *arg);
 
 static ssize_t owned_failed(int fd, ssize_t r);
 
+/* What a try's error says of the fd (owned_failed): nothing (a borrowed
+ * fd), that an owned fd was closed behind weft's back if EBADF or
+ * ENOTSOCK (a read or write of what weft knows is a socket), or if EBADF
+ * alone (accept and connect, which say ENOTSOCK of an owned fd that is
+ * no socket, as of any other). */
+enum owned_check { NOT_OWNED, OWNED_SOCKET, OWNED_EBADF };
+
 static ssize_t io_loop(struct weft__fd *rec, int fd, unsigned events,
-                       uint64_t deadline, bool nowait, bool owned,
+                       uint64_t deadline, bool nowait, enum owned_check owned,
                        try_fn try_once, void *arg)
 {
     for (;;) {
@@ -124,7 +131,10 @@ static ssize_t io_loop(struct weft__fd *rec, int fd, unsigned events,
          * weft's back: a wait's -EBADF is weft_close's wake, after which
          * the number may already be another owned file's. */
         if (r != WOULD_BLOCK)
-            return owned ? owned_failed(fd, r) : r;
+            return owned == OWNED_SOCKET ||
+                           (owned == OWNED_EBADF && r == -EBADF)
+                       ? owned_failed(fd, r)
+                       : r;
         int err = wait_ready(rec, fd, events, seq, deadline, nowait);
         if (err)
             return err;
@@ -269,8 +279,8 @@ static int wait_fd(int fd, unsigned events, uint64_t timeout_ns, bool timed)
         return err;
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
-    return (int)io_loop(rec, fd, events, deadline, nowait, false, try_poll,
-                        &events);
+    return (int)io_loop(rec, fd, events, deadline, nowait, NOT_OWNED,
+                        try_poll, &events);
 }
 
 WEFT_EXPORT int weft_wait_fd(int fd, unsigned events)
@@ -402,7 +412,8 @@ static ssize_t do_read(int fd, void *buf, size_t len, uint64_t timeout_ns,
     struct read_arg a = {buf, len, PROBE};
     if (atomic_load_explicit(&rec->owned, memory_order_relaxed))
         return read_owned(rec, fd, &a, deadline, nowait);
-    return io_loop(rec, fd, WEFT_IN, deadline, nowait, false, try_read, &a);
+    return io_loop(rec, fd, WEFT_IN, deadline, nowait, NOT_OWNED, try_read,
+                   &a);
 }
 
 WEFT_EXPORT ssize_t weft_read(int fd, void *buf, size_t len)
@@ -471,7 +482,8 @@ static ssize_t do_write(int fd, const void *buf, size_t len,
             return owned_failed(fd, kind);
         a.mode = kind != 3 ? AS_SOCKET : AS_FILE;
     }
-    return io_loop(rec, fd, WEFT_OUT, deadline, nowait, owned, try_write, &a);
+    return io_loop(rec, fd, WEFT_OUT, deadline, nowait,
+                   owned ? OWNED_SOCKET : NOT_OWNED, try_write, &a);
 }
 
 WEFT_EXPORT ssize_t weft_write(int fd, const void *buf, size_t len)
@@ -542,7 +554,8 @@ static int do_accept(int lfd, struct sockaddr *addr, socklen_t *len,
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct accept_arg a = {addr, len};
     ssize_t fd =
-        io_loop(rec, lfd, WEFT_IN, deadline, nowait, owned, try_accept, &a);
+        io_loop(rec, lfd, WEFT_IN, deadline, nowait,
+                owned ? OWNED_EBADF : NOT_OWNED, try_accept, &a);
     if (fd < 0)
         return (int)fd;
     err = take_ownership((int)fd);
@@ -618,8 +631,8 @@ static int do_connect(int fd, const struct sockaddr *addr, socklen_t len,
     bool nowait;
     uint64_t deadline = deadline_of(timeout_ns, timed, &nowait);
     struct connect_arg a = {addr, len, false};
-    return (int)io_loop(rec, fd, WEFT_OUT, deadline, nowait, owned,
-                        try_connect, &a);
+    return (int)io_loop(rec, fd, WEFT_OUT, deadline, nowait,
+                        owned ? OWNED_EBADF : NOT_OWNED, try_connect, &a);
 }
 
 WEFT_EXPORT int weft_connect(int fd, const struct sockaddr *addr,

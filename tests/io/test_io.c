@@ -546,6 +546,20 @@ static void test_adopt_while_parked(void **state)
     assert_int_equal(iot_result(t), 2);
     assert_int_equal(weft_fd_adopt(sv[0]), -EEXIST);
     iot_close_pair(sv);
+
+    /* accept and connect on an owned fd that is no socket: the kernel's
+     * ENOTSOCK, which says nothing of a close behind weft's back (the fd
+     * stays owned, and no warning). */
+    int pfd[2];
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    assert_int_equal(weft_fd_adopt(pfd[0]), 0);
+    assert_int_equal(weft_accept(pfd[0], NULL, NULL), -ENOTSOCK);
+    struct sockaddr_in to = {.sin_family = AF_INET};
+    assert_int_equal(
+        weft_connect(pfd[0], (struct sockaddr *)&to, sizeof to), -ENOTSOCK);
+    assert_int_equal(weft_fd_adopt(pfd[0]), -EEXIST);
+    assert_int_equal(weft_close(pfd[0]), 0);
+    assert_int_equal(close(pfd[1]), 0);
     wt_destroy(p);
     WT_CLEAN();
 }
