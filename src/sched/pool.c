@@ -1854,7 +1854,13 @@ int weft__pool_spare_cover(struct weft__worker *s, struct weft__worker *x)
         join_spare(s);
     atomic_store_explicit(&s->thread_state, WEFT__SPARE_COVERING,
                           memory_order_relaxed);
-    if (weft__pthread_create(&s->thread, NULL, spare_main, s) == 0)
+    /* On the monitor's thread, which blocks every signal: the spare gets
+     * the workers' mask (worker.h, worker_mask). */
+    sigset_t monitor_mask;
+    pthread_sigmask(SIG_SETMASK, &p->worker_mask, &monitor_mask);
+    int err = weft__pthread_create(&s->thread, NULL, spare_main, s);
+    pthread_sigmask(SIG_SETMASK, &monitor_mask, NULL);
+    if (err == 0)
         return 0;
     /* No thread: the slot stays as it was, uncovering. */
     atomic_store_explicit(&s->thread_state, WEFT__SPARE_NONE,
@@ -2032,6 +2038,7 @@ WEFT_API int weft_pool_create(weft_pool **out, const weft_pool_opts *opts)
     for (char *c = p->name; *c; c++)
         *c = weft__printable(*c); /* it names threads and dump lines */
     p->made_ns = weft__now_ns();
+    pthread_sigmask(SIG_BLOCK, NULL, &p->worker_mask);
     p->service_ticks = weft__ticks_at_most(SERVICE_EVERY_NS);
     cds_wfcq_init(&p->inject_head, &p->inject_tail);
     weft__spin_init(&p->idle_lock);

@@ -8,6 +8,7 @@
 #include <weft/pool.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -189,8 +190,13 @@ struct weft_pool {
      * Set once; acquire on load pairs with the attaching CAS. */
     _Atomic(struct weft__poller *) poller;
 
-    /* The stuck-worker monitor and its spares, NULL when off (monitor.c). */
+    /* The stuck-worker monitor and its spares, NULL when off (monitor.c).
+     * The monitor, which starts the spares, blocks every signal (weft.h,
+     * "Signals"); a spare runs the program's tasks, so it starts with the
+     * mask its pool's workers started with, that of the thread that made
+     * the pool. */
     struct weft__monitor *monitor;
+    sigset_t worker_mask;
 
     /* The observers' (stats.c, dump.c): when it was made, and its link in
      * the list of pools (under that list's lock). */

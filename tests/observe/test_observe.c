@@ -1467,6 +1467,20 @@ static void test_dump_stuck_workers(void **state)
         expect_in(blk, "computing");
         expect_frame(blk, "crunch_in_test");
     }
+    /* The spare that runs a task queued behind the stuck workers runs the
+     * program's code: it has the workers' signal mask (this thread's,
+     * which blocks neither signal below), not that of the monitor that
+     * started it, which blocks all (weft.h, "Signals"; the dump's probe
+     * of a spare got no answer). */
+    static weft_event spare_ev;
+    weft_event_init(&spare_ev);
+    weft_task *queued;
+    assert_int_equal(weft_spawn(&queued, p, event_waiter, &spare_ev, NULL), 0);
+    unsigned long long blocked = ~0ull;
+    assert_true(blocked_of_soon("weft-s0", &blocked));
+    CHECK(!(blocked & SIGBIT(SIGTERM)) && !(blocked & SIGBIT(SIGUSR2)));
+    weft_event_set(&spare_ev);
+    assert_int_equal(weft_sync_wait(queued, NULL), 0);
     atomic_store(&crunch_on, false);
     for (int i = 0; i < 2; i++)
         assert_int_equal(weft_sync_wait(t[i], NULL), 0);
