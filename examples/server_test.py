@@ -160,16 +160,25 @@ class Server:
 
     def has_read(self, client):
         """True once the server has read everything `client` (a connected
-        socket) sent it: the server side's receive queue in /proc/net/tcp
-        is empty."""
+        socket) sent it, by /proc/net/tcp: the client's send queue is empty
+        (the server's kernel has acknowledged every byte: they are in its
+        receive queue or read) and the server side's receive queue is
+        empty.  The receive queue alone is empty too before the bytes
+        reach it (loopback delivers them in a softirq, which a loaded
+        machine defers): a check on it alone once let the SIGTERM come
+        before the server had read the partial request it was to answer."""
         me = "%08X:%04X" % (0x0100007F, client.getsockname()[1])
         srv = "%08X:%04X" % (0x0100007F, self.port)
+        sent = received = None
         with open("/proc/net/tcp") as f:
             for line in f.readlines()[1:]:
                 fields = line.split()
+                tx, rx = (int(q, 16) for q in fields[4].split(":"))
                 if fields[1] == srv and fields[2] == me:
-                    return int(fields[4].split(":")[1], 16) == 0
-        return False
+                    received = rx == 0
+                elif fields[1] == me and fields[2] == srv:
+                    sent = tx == 0
+        return bool(sent and received)
 
     def connect(self, timeout=10.0):
         return socket.create_connection(("127.0.0.1", self.port),
