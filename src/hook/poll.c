@@ -220,8 +220,6 @@ HOOK_API int __ppoll_chk(struct pollfd *fds, nfds_t n,
     return ppoll(fds, n, ts, sigmask);
 }
 
-/* select through hook_poll: the sets become a pollfd array (POLLIN for
- * readfds, POLLOUT for writefds, POLLPRI for exceptfds) and back. */
 /* Whether poll's answer puts anything in select's sets (POLLNVAL: its
  * EBADF, which counts as an answer). */
 static bool reported_in_sets(const struct pollfd *p, nfds_t n,
@@ -240,6 +238,8 @@ static bool reported_in_sets(const struct pollfd *p, nfds_t n,
     return false;
 }
 
+/* select through hook_poll: the sets become a pollfd array (POLLIN for
+ * readfds, POLLOUT for writefds, POLLPRI for exceptfds) and back. */
 HOOK_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
                     struct timeval *tv)
 {
