@@ -874,8 +874,11 @@ static bool poller_unattended(weft_pool *p)
 
 static bool any_work(weft_pool *p)
 {
-    return any_queued(p) || poller_unattended(p) ||
-           timers_earliest(p) <= weft__now_ns();
+    if (any_queued(p) || poller_unattended(p))
+        return true;
+    /* The clock only when a timer is armed: most looks find none. */
+    uint64_t next = timers_earliest(p);
+    return next != UINT64_MAX && next <= weft__now_ns();
 }
 
 /*
@@ -1263,8 +1266,10 @@ static bool park_worker(struct weft__worker *w)
  * reuse their stack and record, never).  Otherwise it goes back on the
  * idle list, still asleep, as it was.
  * No lost wakeup: a lent worker is neither idle nor spinning, like a busy
- * worker, and everything queued on its own queues while lent is looked at
- * by the giving back.
+ * worker, and the giving back looks where a busy worker would when its
+ * task switches out: at its own queues, and, once it is idle again, at
+ * the pool's (any_work: a plain thread's spawn, a spare's hand-over, which
+ * found no idle worker to wake meanwhile).
  */
 static bool has_own_work(struct weft__worker *w)
 {
@@ -1357,8 +1362,20 @@ void weft__pool_unlend(struct weft__worker *w)
         atomic_fetch_add_explicit(&p->nidle, 1, memory_order_seq_cst);
     }
     weft__spin_unlock(&p->idle_lock);
-    if (wake)
+    if (wake) {
         weft__parker_unpark(&w->parker);
+    } else if (any_work(p)) {
+        /* Work that came while the place was lent and woke nobody: a
+         * plain thread's spawn to the global queue, a spare's hand-over
+         * (spare_leave), a poller given up: their wake_if_needed found
+         * no worker idle, as the lent one counts as busy, and a busy
+         * worker looks at them when its task switches out.  The borrower
+         * looks in its stead, as park_worker's re-check does: the
+         * seq_cst increment of nidle above comes before any_work's
+         * seq_cst loads, and a submitter queues before it reads nidle,
+         * so one of the two sees the other. */
+        wake_if_needed(p);
+    }
 }
 
 /*

@@ -887,6 +887,54 @@ static void *hop_yield(void *arg)
     return P(8);
 }
 
+/* A plain thread's spawn while the only worker is lent goes to the
+ * global queue and wakes nobody (no worker is idle: the lent one counts
+ * as busy).  Giving the place back must look there as a worker that
+ * finishes a task does, or the spawned task waits for the next wake. */
+struct outside {
+    struct hop *h;
+    atomic_int spawned;
+};
+
+static void *outside_spawn(void *arg)
+{
+    struct outside *o = arg;
+    CHECK_EQ(weft_spawn(NULL, o->h->p, set_event, o->h->ev, NULL), 0);
+    atomic_store(&o->spawned, 1);
+    return NULL;
+}
+
+static void *hop_wait_outside_spawn(void *arg)
+{
+    struct outside *o = arg;
+    CHECK_EQ(weft_schedule(o->h->p), 0);
+    CHECK(pthread_equal(wt_self(), o->h->caller));
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, outside_spawn, o), 0);
+    /* Keep the place (no suspension) until the spawn is queued. */
+    while (!atomic_load(&o->spawned))
+        ;
+    CHECK_EQ(pthread_detach(th), 0);
+    return NULL;
+}
+
+static void test_sync_wait_unlend_sees_global_queue(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        weft_pool *p = lend_pool();
+        weft_event ev;
+        weft_event_init(&ev);
+        struct hop h = { .p = p, .caller = pthread_self(), .ev = &ev };
+        struct outside o = { .h = &h };
+        atomic_init(&o.spawned, 0);
+        wt_run_lazy(hop_wait_outside_spawn, &o);
+        assert_int_equal(weft_event_wait_for(&ev, 10000000000ull), 0);
+        wt_destroy(p);
+    }
+    WT_CLEAN();
+}
+
 static void test_sync_wait_lent_place_given_back(void **state)
 {
     (void)state;
@@ -2186,6 +2234,7 @@ int main(void)
         WT_TEST1(test_sync_wait_lazy_no_hop),
         WT_TEST1(test_sync_wait_lends),
         WT_TEST1(test_sync_wait_lent_place_given_back),
+        WT_TEST1(test_sync_wait_unlend_sees_global_queue),
         WT_TEST(test_sync_wait_spawned),
         WT_TEST(test_sync_wait_threads),
         WT_TEST(test_sync_wait_lazy_awaits_spawned),
