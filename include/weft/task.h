@@ -270,6 +270,9 @@ WEFT_API int weft_await_all_for(weft_task **ts, size_t n, void **results,
  * A task whose body runs inline on its awaiter's stack (weft_await's fast
  * path) is cancelled like any other: its own waits end; cancelling the
  * awaiter is seen by the awaiter's next wait after the body returns.
+ * A task that has not started yet gets the request when it starts; the
+ * call then makes one membarrier(2) system call (a barrier on each CPU
+ * that runs a thread of the process), so that it never races that start.
  * Returns 0, -EINVAL (NULL).
  */
 WEFT_API int weft_task_cancel(weft_task *t);

@@ -181,18 +181,22 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
      * push). */
     if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
         /* Ours alone: no other entry, no waiter, no wake can exist.  A
-         * weft_task_cancel through a borrowed pointer may still add its
-         * reference between the load of s and this store, which then
-         * undoes it (a window of a few instructions; an RMW here costs
-         * fib 14%): a known race, the lazy starts' RMWs (task.h) do not
-         * share it. */
+         * weft_task_cancel through a borrowed pointer takes no reference
+         * to a task not started (task.h, WEFT__ID_CANCEL), so a plain
+         * store undoes nothing (an RMW here cost fib 14%). */
         atomic_store_explicit(&h->state, running - WEFT__T_REF,
                               memory_order_relaxed);
+        /* The cancel's load of the state comes after a membarrier: this
+         * store, then the look below (task.h, WEFT__ID_CANCEL), in this
+         * order for the compiler. */
+        atomic_signal_fence(memory_order_seq_cst);
     } else if (!atomic_compare_exchange_strong_explicit(
                    &h->state, &s, running, memory_order_acquire,
                    memory_order_relaxed)) {
         return false; /* a worker took it first */
     }
+    if (weft__handle_cancel_requested(h))
+        atomic_store_explicit(&t->cancelled, 1, memory_order_relaxed);
     t->started = true;
     /* A scheduling decision, for the monitor (worker.h, th): a body that
      * runs its children as calls is not stuck in one task. */

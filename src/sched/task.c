@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "base/compiler.h"
 #include "base/ident.h"
+#include "base/membarrier.h"
 #include "base/storeload.h"
 #include "sched/observe.h"
 #include "sched/wait.h"
@@ -127,7 +128,7 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->started = false;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
     uint64_t id = weft__id_new();
-    h->id = id;
+    atomic_store_explicit(&h->id, id, memory_order_relaxed);
     atomic_store_explicit(&t->co.id, id, memory_order_relaxed);
     if (weft__trace_on())
         trace_made(t);
@@ -444,11 +445,26 @@ WEFT_EXPORT int weft_task_cancel(weft_task *h)
 {
     if (!h)
         return -EINVAL;
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    if (weft__task_lifecycle(s) == WEFT__T_COMPLETE)
+        return 0;
+    /* Not started yet: a request that its start passes on, and no
+     * reference (WEFT__ID_CANCEL, task.h).  Where the kernel has no
+     * membarrier, a reference as below, which an inline start may undo
+     * if it comes within its few instructions' window. */
+    if (weft__membarrier_ok()) {
+        atomic_fetch_or_explicit(&h->id, WEFT__ID_CANCEL, memory_order_relaxed);
+        if (weft__membarrier()) {
+            s = atomic_load_explicit(&h->state, memory_order_acquire);
+            if (weft__task_lifecycle(s) == WEFT__T_SCHEDULED &&
+                !(s & WEFT__T_STARTED))
+                return 0;
+        }
+    }
     /* A reference for the moment, so that the run record stays while we
      * use it: taken only from a task that has not ended (nobody gains a
      * reference to an ended task: task.h), so ended means nothing to do.
      * Acquire: as a claim's, the run record's fields are seen. */
-    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     do {
         if (weft__task_lifecycle(s) == WEFT__T_COMPLETE)
             return 0;
@@ -491,7 +507,7 @@ WEFT_EXPORT const char *weft_task_name(const weft_task *h)
 
 WEFT_EXPORT uint64_t weft_task_id(const weft_task *h)
 {
-    return h ? h->id : 0;
+    return h ? weft__handle_id(h) : 0;
 }
 
 WEFT_EXPORT int weft_task_set_name(const char *name)

@@ -111,11 +111,42 @@ struct weft_task {
      * (records.c), not the state word, which await's look at a deque's
      * bottom may read in a handle just freed (await.c, is_complete). */
     void *result;
-    uint64_t id;                  /* = run->co.id, for after the run      */
+    /* = run->co.id, for after the run; its top bit is a weft_task_cancel's
+     * request to a task that has not started (WEFT__ID_CANCEL). */
+    _Atomic uint64_t id;
     _Atomic uint64_t state;       /* lifecycle | flags | refs             */
     _Atomic uintptr_t waiter;     /* see WEFT__WAITER_*                   */
     struct weft__task *run;       /* its run record (see above)           */
 };
+
+/*
+ * A cancel of a task that has not started yet (SCHEDULED, not STARTED)
+ * takes no reference: await's inline start (await.c, try_inline) makes it
+ * RUNNING with a plain store, which would undo an RMW made between its
+ * load and that store.  The cancel sets this bit in the handle's id, and
+ * whoever starts the task (try_inline, weft__task_claim_queued) passes it
+ * on to the run record's `cancelled` before the body runs.  An asymmetric
+ * Dekker pair (base/membarrier.h): the starter stores STARTED and then
+ * loads the id, in that order for the compiler; the canceller sets the
+ * bit, runs weft__membarrier, and then loads the state.  So either the
+ * canceller sees STARTED and takes a reference by CAS, which comes after
+ * the starter's store in the state word's order (nothing is undone), or
+ * the starter sees the bit.  Ids are counters that never reach it.
+ */
+#define WEFT__ID_CANCEL ((uint64_t)1 << 63)
+
+/* The handle's id, without the cancel request. */
+static inline uint64_t weft__handle_id(const struct weft_task *h)
+{
+    return atomic_load_explicit(&((struct weft_task *)h)->id,
+                                memory_order_relaxed) &
+           ~WEFT__ID_CANCEL;
+}
+
+/* A starter's look for the request above, once its store of STARTED is
+ * made (its caller orders the two for the compiler). */
+#define weft__handle_cancel_requested(h)                                    \
+    (atomic_load_explicit(&(h)->id, memory_order_relaxed) & WEFT__ID_CANCEL)
 
 struct weft__task {
     struct weft_coro co;          /* context and chain record; HOSTED     */

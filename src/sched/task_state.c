@@ -38,8 +38,8 @@ uint64_t weft__task_set(struct weft__task *t, uint64_t lc, uint64_t clear,
 
 /*
  * Move t from lifecycle `from` to `to`, setting `flags` and adding `refs`
- * references, if it is in `from`; false (nothing changed) if it is not,
- * with the state it read in *seen.  Acquire: the claimer sees what the
+ * references, if it is in `from`; false (nothing changed) if it is not.
+ * Either way *seen is the state it read last (before the move).  Acquire: the claimer sees what the
  * releasing side (a park after its save, a spawn or wake that queued it)
  * wrote.  The first load is acquire too: it may be the one that meets the
  * creator's release (ThreadSanitizer checks that); and so is a failed
@@ -62,6 +62,7 @@ static bool move(struct weft__task *t, uint64_t from, uint64_t to,
         &h->state, &s,
         (with_lifecycle(s, to) | flags) + (uint64_t)refs * WEFT__T_REF,
         memory_order_acquire, memory_order_acquire));
+    *seen = s;
     return true;
 }
 
@@ -80,8 +81,15 @@ bool weft__task_claim_queued(struct weft__task *t)
      * is liburcu's, which ThreadSanitizer cannot see. */
     uint64_t seen;
     if (move(t, WEFT__T_SCHEDULED, WEFT__T_RUNNING, WEFT__T_STARTED, -1,
-             &seen))
+             &seen)) {
+        /* Its first start: a cancel's request (task.h, WEFT__ID_CANCEL).
+         * After the CAS that stored STARTED (an acquire: the load is not
+         * made before it). */
+        if (!(seen & WEFT__T_STARTED) &&
+            weft__handle_cancel_requested(t->done))
+            atomic_store_explicit(&t->cancelled, 1, memory_order_relaxed);
         return true;
+    }
     /* A stale entry: the task was claimed inline meanwhile.  Its drop
      * starts from the state the claim read (an acquire), not a new load. */
     unref_seen(t, seen, 1);

@@ -47,7 +47,7 @@
 static void describe_await(const struct weft__wait *w, char *buf, size_t n)
 {
     const struct weft_task *h = w->obj;
-    snprintf(buf, n, "task %llu", (unsigned long long)h->id);
+    snprintf(buf, n, "task %llu", (unsigned long long)weft__handle_id(h));
 }
 
 const struct weft__wait_kind weft__wait_sleep = {WEFT__WR_SLEEP, "sleep", 0,

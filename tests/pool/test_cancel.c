@@ -283,6 +283,23 @@ static void *noop(void *arg)
     return arg;
 }
 
+/* In a task: a child spawned and cancelled before the await runs it
+ * inline (on one worker nobody else starts it): its start takes the
+ * cancel's request (sched/task.h, WEFT__ID_CANCEL). */
+static void *cancel_then_await(void *arg)
+{
+    weft_pool *p = arg;
+    for (int i = 0; i < 100; i++) {
+        weft_task *c = NULL;
+        CHECK_EQ(weft_spawn(&c, p, all_refused, NULL, NULL), 0);
+        CHECK_EQ(weft_task_cancel(c), 0);
+        void *r = NULL;
+        CHECK_EQ(weft_await(c, &r), 0);
+        CHECK_EQ(I(r), 7);
+    }
+    return NULL;
+}
+
 static void test_cancel_before_start(void **state)
 {
     weft_pool *p = wt_pool(WT_NTHREADS(state));
@@ -303,6 +320,10 @@ static void test_cancel_before_start(void **state)
     assert_int_equal(weft_sync_wait(s, &r), 0);
     assert_int_equal(I(r), 7);
     assert_int_equal(weft_task_detach(t), 0);
+    wt_destroy(p);
+    p = wt_pool(1);
+    assert_int_equal(weft_spawn(&s, p, cancel_then_await, p, NULL), 0);
+    assert_int_equal(weft_sync_wait(s, NULL), 0);
     wt_destroy(p);
     WT_CLEAN();
 }

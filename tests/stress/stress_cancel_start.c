@@ -12,11 +12,11 @@
  *
  *   join-lazy    a plain thread's weft_task_join runs a lazy task here;
  *   start-lazy   a plain thread's weft_task_start queues a lazy task;
- *   task-lazy    a task's weft_task_join runs a lazy child in place.
- * Not the inline await of a spawned child claimed from the awaiter's own
- * deque: its plain store still shares the race, in a window of a few
- * instructions (sched/await.c, try_inline), which an RMW would close at
- * 14% of fib's time.
+ *   task-lazy    a task's weft_task_join runs a lazy child in place;
+ *   task-spawn   a task's weft_task_join runs a spawned child in place,
+ *                claimed from its own deque with a plain store (await.c,
+ *                try_inline), which the cancel of a task not started
+ *                must not touch (sched/task.h, WEFT__ID_CANCEL).
  *
  * A cancelled child that never waits ends normally, so every result is
  * checked; a lost reference shows as a crash, a wrong result or a hang
@@ -36,7 +36,7 @@ static atomic_bool stop_cancelling;
 static atomic_long cancels;
 static weft_pool *pool;
 
-enum mode { JOIN_LAZY, START_LAZY, TASK_LAZY };
+enum mode { JOIN_LAZY, START_LAZY, TASK_LAZY, TASK_SPAWN };
 
 static void *child(void *arg)
 {
@@ -53,7 +53,10 @@ static void publish(weft_task *t)
 static void one(enum mode m, intptr_t v)
 {
     weft_task *t = NULL;
-    REQUIRE_EQ(weft_task_create(&t, child, P(v), NULL), 0);
+    if (m == TASK_SPAWN)
+        REQUIRE_EQ(weft_spawn(&t, pool, child, P(v), NULL), 0);
+    else
+        REQUIRE_EQ(weft_task_create(&t, child, P(v), NULL), 0);
     publish(t);
     if (m == START_LAZY)
         CHECK_EQ(weft_task_start(t, pool), 0);
@@ -105,7 +108,7 @@ static void run_phase(enum mode m, long iters, const char *what)
     REQUIRE_EQ(pthread_create(&c, NULL, canceller, NULL), 0);
     struct holder h = {m, iters};
     uint64_t t0 = st_now_ns();
-    if (m == TASK_LAZY) {
+    if (m == TASK_LAZY || m == TASK_SPAWN) {
         weft_task *t;
         REQUIRE_EQ(weft_spawn(&t, pool, hold, &h, NULL), 0);
         REQUIRE_EQ(weft_sync_wait(t, NULL), 0);
@@ -129,6 +132,7 @@ int main(void)
     run_phase(JOIN_LAZY, iters / 4, "join-lazy");
     run_phase(START_LAZY, iters, "start-lazy");
     run_phase(TASK_LAZY, iters, "task-lazy");
+    run_phase(TASK_SPAWN, iters, "task-spawn");
     st_phase = "destroy";
     REQUIRE_EQ(weft_pool_destroy(pool), 0);
     return st_finish();
