@@ -39,11 +39,12 @@ uint64_t weft__task_set(struct weft__task *t, uint64_t lc, uint64_t clear,
 /*
  * Move t from lifecycle `from` to `to`, setting `flags` and adding `refs`
  * references, if it is in `from`; false (nothing changed) if it is not.
- * Either way *seen is the state it read last (before the move).  Acquire: the claimer sees what the
- * releasing side (a park after its save, a spawn or wake that queued it)
- * wrote.  The first load is acquire too: it may be the one that meets the
- * creator's release (ThreadSanitizer checks that); and so is a failed
- * exchange's, so that *seen is always an acquire's (unref_seen needs it).
+ * Either way *seen is the state it read last (before the move).
+ * Acquire: the claimer sees what the releasing side (a park after its
+ * save, a spawn or wake that queued it) wrote.  The first load is
+ * acquire too: it may be the one that meets the creator's release
+ * (ThreadSanitizer checks that); and so is a failed exchange's, so that
+ * *seen is always an acquire's (unref_seen needs it).
  */
 static bool move(struct weft__task *t, uint64_t from, uint64_t to,
                  uint64_t flags, int64_t refs, uint64_t *seen)
