@@ -185,6 +185,13 @@ inline void check(long rc, const char *what)
         throw_error(rc, what);
 }
 
+/* The C calls that return int: no widening before the test. */
+inline void check(int rc, const char *what)
+{
+    if (rc < 0)
+        throw_error(rc, what);
+}
+
 /* A duration as the C API's timeout: negative is 0 (do not wait), and
  * anything past what 63 bits of nanoseconds hold (292 years) is
  * UINT64_MAX, no limit.  Rounded up, so that a wait never ends before the
@@ -758,7 +765,7 @@ public:
      * moves the outcome out of the room and frees the task. */
     T get()
     {
-        need_task("weft::task::get");
+        /* No task: weft_task_take's -EINVAL (no look of our own). */
         detail::taker<T> k;
         detail::check(weft_task_take(t_, &detail::taker<T>::take, &k),
                       "weft::task::get");
