@@ -448,15 +448,19 @@ WEFT_EXPORT int weft_task_cancel(weft_task *h)
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE)
         return 0;
-    /* Not started yet: a request that its start passes on, and no
-     * reference (WEFT__ID_CANCEL, task.h).  Where the kernel has no
+    /* Not started yet, queued (SCHEDULED) or lazy (IDLE): a request that
+     * its start passes on, and no reference (WEFT__ID_CANCEL, task.h).
+     * A lazy one too: its holder may start it onto its own deque and run
+     * it inline with try_inline's plain store while a reference taken or
+     * dropped here is in flight, which that store would undo
+     * (verify/cancel_start.pml, -DLAZY_START).  Where the kernel has no
      * membarrier, a reference as below, which an inline start may undo
      * if it comes within its few instructions' window. */
     if (weft__membarrier_ok()) {
         atomic_fetch_or_explicit(&h->id, WEFT__ID_CANCEL, memory_order_relaxed);
         if (weft__membarrier()) {
             s = atomic_load_explicit(&h->state, memory_order_acquire);
-            if (weft__task_lifecycle(s) == WEFT__T_SCHEDULED &&
+            if (weft__task_lifecycle(s) != WEFT__T_COMPLETE &&
                 !(s & WEFT__T_STARTED))
                 return 0;
         }

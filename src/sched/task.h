@@ -120,12 +120,14 @@ struct weft_task {
 };
 
 /*
- * A cancel of a task that has not started yet (SCHEDULED, not STARTED)
- * takes no reference: await's inline start (await.c, try_inline) makes it
- * RUNNING with a plain store, which would undo an RMW made between its
- * load and that store.  The cancel sets this bit in the handle's id, and
- * whoever starts the task (try_inline, weft__task_claim_queued) passes it
- * on to the run record's `cancelled` before the body runs.  An asymmetric
+ * A cancel of a task that has not started yet (SCHEDULED or lazy IDLE,
+ * not STARTED) takes no reference: await's inline start (await.c,
+ * try_inline) makes it RUNNING with a plain store, which would undo an
+ * RMW made between its load and that store (a lazy task, too, once its
+ * holder has queued it with weft_task_start).  The cancel sets this bit
+ * in the handle's id, and whoever starts the task (try_inline,
+ * weft__task_claim_queued, weft__task_start_here) passes it on to the run
+ * record's `cancelled` before the body runs.  An asymmetric
  * Dekker pair (base/membarrier.h): the starter stores STARTED and then
  * loads the id, in that order for the compiler; the canceller sets the
  * bit, runs weft__membarrier, and then loads the state.  So either the
@@ -324,6 +326,11 @@ static inline void weft__task_start_here(struct weft_task *h)
                               (uint64_t)WEFT__T_RUNNING + WEFT__T_STARTED -
                                   WEFT__T_LAZY,
                               memory_order_relaxed);
+    /* A starter: STARTED stored, then the cancel's request looked at, in
+     * this order for the compiler (WEFT__ID_CANCEL above). */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (weft__handle_cancel_requested(h))
+        atomic_store_explicit(&h->run->cancelled, 1, memory_order_relaxed);
 }
 
 /* ----------------------------------------------------- running (task_run.c) */

@@ -16,7 +16,13 @@
  *   task-spawn   a task's weft_task_join runs a spawned child in place,
  *                claimed from its own deque with a plain store (await.c,
  *                try_inline), which the cancel of a task not started
- *                must not touch (sched/task.h, WEFT__ID_CANCEL).
+ *                must not touch (sched/task.h, WEFT__ID_CANCEL);
+ *   task-start   a task's weft_task_start queues a lazy child on its own
+ *                deque, and its weft_task_join runs it in place as above:
+ *                a cancel that found it lazy (IDLE) must not take a
+ *                reference either, since the start may come before that
+ *                reference is taken or dropped (found by
+ *                verify/cancel_start.pml, -DLAZY_START).
  *
  * A cancelled child that never waits ends normally, so every result is
  * checked; a lost reference shows as a crash, a wrong result or a hang
@@ -36,7 +42,7 @@ static atomic_bool stop_cancelling;
 static atomic_long cancels;
 static weft_pool *pool;
 
-enum mode { JOIN_LAZY, START_LAZY, TASK_LAZY, TASK_SPAWN };
+enum mode { JOIN_LAZY, START_LAZY, TASK_LAZY, TASK_SPAWN, TASK_START };
 
 static void *child(void *arg)
 {
@@ -58,7 +64,7 @@ static void one(enum mode m, intptr_t v)
     else
         REQUIRE_EQ(weft_task_create(&t, child, P(v), NULL), 0);
     publish(t);
-    if (m == START_LAZY)
+    if (m == START_LAZY || m == TASK_START)
         CHECK_EQ(weft_task_start(t, pool), 0);
     CHECK_EQ(weft_task_join(t), 0); /* starts a lazy t here */
     publish(NULL);
@@ -108,7 +114,7 @@ static void run_phase(enum mode m, long iters, const char *what)
     REQUIRE_EQ(pthread_create(&c, NULL, canceller, NULL), 0);
     struct holder h = {m, iters};
     uint64_t t0 = st_now_ns();
-    if (m == TASK_LAZY || m == TASK_SPAWN) {
+    if (m == TASK_LAZY || m == TASK_SPAWN || m == TASK_START) {
         weft_task *t;
         REQUIRE_EQ(weft_spawn(&t, pool, hold, &h, NULL), 0);
         REQUIRE_EQ(weft_sync_wait(t, NULL), 0);
@@ -133,6 +139,7 @@ int main(void)
     run_phase(START_LAZY, iters, "start-lazy");
     run_phase(TASK_LAZY, iters, "task-lazy");
     run_phase(TASK_SPAWN, iters, "task-spawn");
+    run_phase(TASK_START, iters, "task-start");
     st_phase = "destroy";
     REQUIRE_EQ(weft_pool_destroy(pool), 0);
     return st_finish();
