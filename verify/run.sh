@@ -199,6 +199,25 @@ one task_lazy       pass task.pml "-DLAZY" ""
 one task_lazy.no_takeback twin task.pml "-DLAZY -DBROKEN_LAZY_NO_TAKEBACK" \
     "start_lazy puts the awaiter in the slot; the cancel came before and found nothing; lazy_park_action skips the re-check; the lazy task never ends"
 
+# 3b. a cancel of a task not started (the request bit, membarrier) vs its
+#     start (src/sched/task.c weft_task_cancel, task.h WEFT__ID_CANCEL,
+#     await.c try_inline, task_state.c weft__task_claim_queued)
+one cancel_start    pass cancel_start.pml "" ""
+one cancel_start.no_membarrier twin cancel_start.pml "-DBROKEN_NO_MEMBARRIER" \
+    "try_inline's plain store of RUNNING|STARTED sits in its store buffer while it reads the bit clear; the cancel sets the bit and, without membarrier, reads SCHEDULED from memory and returns: the body never sees the cancel"
+one cancel_start.bit_before_store twin cancel_start.pml "-DBROKEN_BIT_BEFORE_STORE" \
+    "try_inline reads the bit (clear) before its store; the cancel sets it, its membarrier finds nothing buffered, it reads SCHEDULED and returns; the store lands: the body never sees the cancel"
+one cancel_start.ref_unstarted twin cancel_start.pml "-DBROKEN_REF_UNSTARTED" \
+    "the cancel takes a reference by CAS between try_inline's load and its plain store, which overwrites it; the body ends, the run record goes with the handle's the only reference left, and the cancel writes t->cancelled into it"
+one cancel_start_lazy pass cancel_start.pml "-DLAZY_START" ""
+one cancel_start_lazy.ref_lazy twin cancel_start.pml "-DLAZY_START -DBROKEN_REF_LAZY" \
+    "the cancel reads IDLE|LAZY after its membarrier and goes for a reference; the holder starts T onto its own deque, and the cancel's CAS lands between try_inline's load and its plain store, which undoes it: the body ends, the run record goes, and the cancel writes t->cancelled into it"
+one cancel_start_claim pass cancel_start.pml "-DCLAIM -DWEAK_RMW" ""
+one cancel_start_claim.no_membarrier twin cancel_start.pml "-DCLAIM -DWEAK_RMW -DNCANCEL=1 -DBROKEN_NO_MEMBARRIER" \
+    "claim_queued's CAS write (acquire only: AArch64) is not yet visible when it reads the bit clear; the cancel, without membarrier, reads SCHEDULED and returns: the body never sees the cancel"
+one cancel_start_claim.bit_before_store twin cancel_start.pml "-DCLAIM -DWEAK_RMW -DNCANCEL=1 -DBROKEN_BIT_BEFORE_STORE" \
+    "the worker reads the bit (clear) before its CAS; the cancel sets it, runs membarrier, reads SCHEDULED and returns; the CAS wins: the body never sees the cancel"
+
 # 4. a wait record: wake vs timeout vs cancel (src/sched/wait.c, timer.c,
 #    src/sync/waitq.h)
 one wait            pass wait.pml "" ""
