@@ -195,6 +195,45 @@ typedef void (*weft_take_fn)(void *room, void *result, void *arg);
 WEFT_API int weft_task_take(weft_task *t, weft_take_fn take, void *arg);
 
 /*
+ * Failures: a body may end with a failure instead of a value (weft.hpp's
+ * exceptions travel this way).  It calls weft_task_fail, then returns a
+ * pointer to a struct weft_failure of its own making (the struct first in
+ * a larger one, say), whose drop frees it.  weft_task_result hands that
+ * pointer to its caller and says it is a failure; every other way of
+ * consuming the task (weft_await, weft_await_all, weft_sync_wait,
+ * weft_task_take) hands it over as the result, the caller's to drop; and
+ * if nobody will consume the task (weft_task_detach, or weft_spawn with
+ * out NULL), weft calls drop once the task has ended, on whichever
+ * thread comes last of the end and the detach.  drop must neither wait
+ * nor unwind.
+ */
+struct weft_failure {
+    void (*drop)(struct weft_failure *self);
+};
+
+/* weft_task_result's code for a failure. */
+#define WEFT_TASK_FAILED 1
+
+/*
+ * weft_task_fail - in a task's body: what fn returns is a failure (see
+ * above), a struct weft_failure *, not a value.  The mark stays: call it
+ * only as the body is about to return its failure.  Returns 0, -EPERM (not
+ * in a task).
+ */
+WEFT_API int weft_task_fail(void);
+
+/*
+ * weft_task_result - wait for t and consume it as weft_await does in a
+ * task (a spawned t no worker has started runs here inline), or as
+ * weft_sync_wait does on a plain thread; *result is what its fn returned.
+ * Returns 0 (a value), WEFT_TASK_FAILED (the body called weft_task_fail:
+ * *result is its struct weft_failure *, now the caller's to drop), or the
+ * errors of weft_task_take: -EINVAL (t or result NULL, or t is the calling
+ * task), -EDEADLK, -ENOMEM, -ECANCELED, -EBUSY, with t not consumed.
+ */
+WEFT_API int weft_task_result(weft_task *t, void **result);
+
+/*
  * weft_spawn - an eager task that will run fn(arg), queued on pool at
  * once; out NULL means detached (nobody will wait for it).  Any context;
  * from a worker of pool it goes to that worker's own queue.
@@ -303,8 +342,9 @@ WEFT_API int weft_task_cancel(weft_task *t);
 WEFT_API int weft_sync_wait(weft_task *t, void **result);
 
 /* weft_task_detach - give up the handle; the task runs on and its record
- * is freed when it ends.  A detached lazy task that never ran is freed at
- * once without running.  Any context.  Returns 0, -EINVAL (NULL). */
+ * is freed when it ends (and a failure dropped: see weft_task_fail).  A
+ * detached lazy task that never ran is freed at once without running.
+ * Any context.  Returns 0, -EINVAL (NULL). */
 WEFT_API int weft_task_detach(weft_task *t);
 
 /*

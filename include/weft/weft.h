@@ -48,11 +48,12 @@
  * cancelled task as well (it would not have parked).  UINT64_MAX
  * is no limit.  The exceptions: weft_sleep, which is a timed wait itself;
  * weft_sync_wait, which has no _for form (the thread that calls it may be
- * the one running the task, which cannot be left at a deadline), nor has
- * weft_task_join and weft_task_take, which wait as weft_sync_wait does on
- * a plain thread (in a task, weft_await_for bounds the same wait); and the
- * condition variable, whose waits lock the mutex again after their
- * timeout, for as long as that takes (as pthread_cond_timedwait does).
+ * the one running the task, which cannot be left at a deadline), nor have
+ * weft_task_join, weft_task_take and weft_task_result, which wait as
+ * weft_sync_wait does on a plain thread (in a task, weft_await_for
+ * bounds the same wait); and the condition variable, whose waits lock the
+ * mutex again after their timeout, for as long as that takes (as
+ * pthread_cond_timedwait does).
  *
  * Cancellation.  weft_task_cancel(t) sets a flag in t that stays set.
  * From then on every call of t's that would wait (park) returns
@@ -73,7 +74,7 @@
  * weft_task_create_with, weft_spawn, weft_spawn_with, weft_spawn_copy) is
  * consumed by exactly one call that returns 0 of: weft_await, weft_await_for,
  * weft_await_all, weft_await_all_for, weft_sync_wait, weft_task_take,
- * weft_task_detach; a call that fails consumes nothing.
+ * weft_task_result, weft_task_detach; a call that fails consumes nothing.
  * After that the handle must not be used.  weft_task_join waits for the
  * task's end without consuming the handle; weft_task_start queues a lazy
  * one, the handle still the caller's.  A handle has one holder, and one

@@ -152,7 +152,7 @@ static bool stack_room(struct weft__task *self, size_t need)
  */
 static inline __attribute__((always_inline)) bool
 try_inline(struct weft__task *self, struct weft_task *h, void **result,
-           bool keep, weft_take_fn take, void *take_arg)
+           bool keep, weft_take_fn take, void *take_arg, bool *failed)
 {
     struct weft__worker *w = weft__worker_current();
     if (!w)
@@ -209,6 +209,8 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     h->result = r;
     if (result && !keep)
         *result = r;
+    if (failed)
+        *failed = weft__handle_failed(h); /* its own mark: no order needed */
     /* The room, before the RMW below may free it (with the record). */
     if (take)
         take(t->arg, r, take_arg);
@@ -378,7 +380,7 @@ static int start_lazy(struct weft__task *self, struct weft__task *t,
  */
 static inline __attribute__((always_inline)) int
 await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
-            bool keep, weft_take_fn take, void *take_arg)
+            bool keep, weft_take_fn take, void *take_arg, bool *failed)
 {
     if (!h)
         return -EINVAL;
@@ -409,7 +411,7 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
         /* Not for a timed await: nothing could end an inline body at the
          * deadline. */
         if (!lazy && !deadline && try_inline(self, h, result, keep, take,
-                                                  take_arg)) {
+                                                  take_arg, failed)) {
             retire_stale();
             return 0;
         }
@@ -452,6 +454,9 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
          * ordered the body's writes to it before this. */
         if (take)
             take(h->run->arg, h->result, take_arg);
+        /* The acquire that saw DONE saw the body's mark too. */
+        if (failed)
+            *failed = weft__handle_failed(h);
         weft__task_consume(h, result);
     }
     return 0;
@@ -464,7 +469,7 @@ static __attribute__((noinline)) int
 await_general(weft_task *h, void **result, uint64_t deadline, bool nowait,
               bool keep)
 {
-    return await_until(h, result, deadline, nowait, keep, NULL, NULL);
+    return await_until(h, result, deadline, nowait, keep, NULL, NULL, NULL);
 }
 
 /* In a task as weft_await, keeping the handle (the await_all's keep);
@@ -489,7 +494,7 @@ WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
     if (!(atomic_load_explicit(&t->state, memory_order_relaxed) &
           WEFT__T_ROOM))
         return -EINVAL;
-    int err = await_until(t, NULL, 0, false, false, take, arg);
+    int err = await_until(t, NULL, 0, false, false, take, arg, NULL);
     if (err != -EPERM)
         return err;
     /* A plain thread: weft_task_join's wait, then the same hand-over. */
@@ -503,7 +508,28 @@ WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
 
 WEFT_EXPORT int weft_await(weft_task *t, void **result)
 {
-    return await_until(t, result, 0, false, false, NULL, NULL);
+    return await_until(t, result, 0, false, false, NULL, NULL, NULL);
+}
+
+/* As weft_await, saying whether the body failed; on a plain thread as
+ * weft_task_take does, with the same look. */
+WEFT_EXPORT int weft_task_result(weft_task *t, void **result)
+{
+    if (!result)
+        return -EINVAL;
+    bool failed = false;
+    int err = await_until(t, result, 0, false, false, NULL, NULL, &failed);
+    if (err == -EPERM) {
+        /* A plain thread: weft_task_join's wait, then the consume. */
+        err = weft__sync_wait_keep(t);
+        if (err)
+            return err;
+        failed = weft__handle_failed(t);
+        weft__task_consume(t, result);
+    }
+    if (err)
+        return err;
+    return failed ? WEFT_TASK_FAILED : 0;
 }
 
 WEFT_EXPORT int weft_await_for(weft_task *t, void **result, uint64_t timeout_ns)

@@ -237,6 +237,12 @@ static void queue_spawned(struct weft__task *t, weft_pool *pool,
     uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     if (out)
         *out = t->done;
+    else /* nobody will consume its result (task.h, WEFT__ID_DETACHED) */
+        atomic_store_explicit(&t->done->id,
+                              atomic_load_explicit(&t->done->id,
+                                                   memory_order_relaxed) |
+                                  WEFT__ID_DETACHED,
+                              memory_order_relaxed);
     queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
 }
 
@@ -437,7 +443,22 @@ WEFT_EXPORT int weft_task_detach(weft_task *h)
         task_unmake(h->run);
         return 0;
     }
-    weft__task_drop_handle(h);
+    /* Before the handle's drop, whose release carries it to the task's
+     * end (task.h, WEFT__ID_DETACHED). */
+    atomic_fetch_or_explicit(&h->id, WEFT__ID_DETACHED, memory_order_relaxed);
+    weft__task_detach_handle(h);
+    return 0;
+}
+
+WEFT_EXPORT int weft_task_fail(void)
+{
+    struct weft__task *self = weft__task_current();
+    if (!self)
+        return -EPERM;
+    /* The body running now: an inline one, if any.  Relaxed: its end
+     * publishes it (task.h, WEFT__ID_FAILED). */
+    atomic_fetch_or_explicit(&weft__task_body(self)->done->id,
+                             WEFT__ID_FAILED, memory_order_relaxed);
     return 0;
 }
 

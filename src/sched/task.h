@@ -137,13 +137,46 @@ struct weft_task {
  */
 #define WEFT__ID_CANCEL ((uint64_t)1 << 63)
 
-/* The handle's id, without the cancel request. */
+/*
+ * weft_task_fail's mark: the body's result is a struct weft_failure *.
+ * Set by the task itself (a relaxed RMW: the id word is shared with a
+ * cancel's request) before its fn returns, so whoever sees its end (the
+ * waiter slot's DONE, COMPLETE) sees the mark.
+ */
+#define WEFT__ID_FAILED ((uint64_t)1 << 62)
+
+/*
+ * Nobody will consume the result: the handle was given up
+ * (weft_task_detach), or never made (weft_spawn with out NULL).  A failure
+ * is then dropped by whichever of the handle's drop and the task's end
+ * comes second in the state word's order: the end (task_run.c,
+ * finish_failed), when its RMW to COMPLETE finds HANDLE clear and this
+ * mark, or the detacher (task_state.c, weft__task_detach_handle), when it
+ * finds COMPLETE before its own RMW.  Set before the handle's drop, whose
+ * release RMW on the state carries it to the end's acq_rel RMW.
+ */
+#define WEFT__ID_DETACHED ((uint64_t)1 << 61)
+#define WEFT__ID_FLAGS (WEFT__ID_CANCEL | WEFT__ID_FAILED | WEFT__ID_DETACHED)
+
+/* The handle's id, without the flags above. */
 static inline uint64_t weft__handle_id(const struct weft_task *h)
 {
     return atomic_load_explicit(&((struct weft_task *)h)->id,
                                 memory_order_relaxed) &
-           ~WEFT__ID_CANCEL;
+           ~WEFT__ID_FLAGS;
 }
+
+/* Whether the task's body called weft_task_fail (seen by whoever has seen
+ * its end, or by the task itself). */
+static inline bool weft__handle_failed(const struct weft_task *h)
+{
+    return atomic_load_explicit(&((struct weft_task *)h)->id,
+                                memory_order_relaxed) &
+           WEFT__ID_FAILED;
+}
+
+/* A failure nobody will consume: its drop, once (see WEFT__ID_DETACHED). */
+void weft__failure_drop(struct weft_task *h);
 
 /* A starter's look for the request above, once its store of STARTED is
  * made (its caller orders the two for the compiler). */
@@ -304,6 +337,11 @@ void weft__task_unref(struct weft__task *t, uint64_t n);
 
 /* Drop the handle's reference (await, sync_wait, detach consume it). */
 void weft__task_drop_handle(struct weft_task *h);
+
+/* weft_task_detach's drop of the handle of a started task: as
+ * weft__task_drop_handle, and a failure left to it dropped
+ * (WEFT__ID_DETACHED). */
+void weft__task_detach_handle(struct weft_task *h);
 
 /* Take the result and drop the handle's reference: the end of an await
  * or a sync_wait that consumes h. */

@@ -184,6 +184,27 @@ static bool at_home(const struct weft__sched_thread *st,
     return st->driver && a->driver == st->driver && !a->pool;
 }
 
+/*
+ * The end of a task whose body called weft_task_fail: COMPLETE with its
+ * life reference still held, so that the handle stays while it looks
+ * whether anyone will consume the failure.  HANDLE clear at that RMW and
+ * DETACHED: nobody will (the detacher came first, and left the drop to
+ * us: task.h, WEFT__ID_DETACHED); HANDLE clear without DETACHED: an
+ * awaiter has taken it; HANDLE set: its holder will take it or, detaching
+ * later, drop it.  acq_rel: as below.
+ */
+static __attribute__((noinline)) void finish_failed(struct weft__task *t)
+{
+    struct weft_task *h = t->done;
+    uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, 0,
+                                memory_order_acq_rel);
+    if (!(n & WEFT__T_HANDLE) &&
+        (atomic_load_explicit(&h->id, memory_order_relaxed) &
+         WEFT__ID_DETACHED))
+        weft__failure_drop(h);
+    weft__task_unref(t, 1);
+}
+
 /* The last step of an ended task, on the stack it switched to: only now
  * may its stack be reused and its run record be given back. */
 static void *finish_action(void *arg, void *val)
@@ -192,6 +213,10 @@ static void *finish_action(void *arg, void *val)
     weft__stack_free(&t->co.stack);
     if (t->pool)
         weft__pool_leave(t->pool);
+    if (unlikely(weft__handle_failed(t->done))) {
+        finish_failed(t);
+        return val;
+    }
     /* COMPLETE, and the task's life reference goes.  acq_rel: if this
      * drops the last reference but the handle's (or the last), the
      * records it frees are freed here, after every other owner's

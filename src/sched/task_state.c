@@ -166,6 +166,37 @@ void weft__task_drop_handle(struct weft_task *h)
         free_task(h->run, h, !(old & WEFT__T_KEEP));
 }
 
+void weft__failure_drop(struct weft_task *h)
+{
+    /* The result was written before the end that our caller has seen
+     * (its acquire, or its own write); nobody else reads it now. */
+    struct weft_failure *f = h->result;
+    h->result = NULL;
+    if (f && f->drop)
+        f->drop(f);
+}
+
+void weft__task_detach_handle(struct weft_task *h)
+{
+    /* Not ended: drop the handle's reference by CAS, so that the state
+     * it leaves is one the task's end has not passed; the end then finds
+     * HANDLE clear (and DETACHED, set before this, carried by the
+     * release) and drops a failure itself.  The task's life reference
+     * stays until its end, so this never drops the last one. */
+    uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
+    while (weft__task_lifecycle(s) != WEFT__T_COMPLETE)
+        if (atomic_compare_exchange_weak_explicit(
+                &h->state, &s, s - (WEFT__T_REF + WEFT__T_HANDLE),
+                memory_order_acq_rel, memory_order_acquire))
+            return;
+    /* Ended while the handle was held (the acquire that saw COMPLETE saw
+     * the body's writes): the end left its failure to us, and the handle
+     * is still ours to read. */
+    if (weft__handle_failed(h))
+        weft__failure_drop(h);
+    weft__task_drop_handle(h);
+}
+
 /*
  * Queue a SCHEDULED task (holding its entry's reference) on its home, read
  * by the caller *before* the task became SCHEDULED: once it is, another

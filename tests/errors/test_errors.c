@@ -852,6 +852,55 @@ static int task_take_spawned(void)
     return rc;
 }
 
+/* weft_task_result: as weft_task_take's rows, without the room. */
+static int task_result_null(void)
+{
+    void *r = OLD;
+    int rc = weft_task_result(NULL, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+/* Refused: the handle is not consumed (after_pending takes it). */
+static int task_result_result_null(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    return weft_task_result(g_pending, NULL);
+}
+
+/* A task body that waits for its own handle's result. */
+static void *result_own_handle(void *arg)
+{
+    void *r = OLD;
+    int rc = weft_task_result(*(weft_task **)arg, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return P(rc);
+}
+
+static int task_result_self(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_spawn(&t, g_pool, result_own_handle, &t, NULL), 0);
+    void *r = OLD;
+    CHECK_EQ(weft_sync_wait(t, &r), 0);
+    return (int)I(r);
+}
+
+/* In a coroutine: the handle is left for after_pending. */
+static int task_result_spawned(void)
+{
+    CHECK_EQ(weft_spawn(&g_pending, g_pool, times3, P(7), NULL), 0);
+    void *r = OLD;
+    int rc = weft_task_result(g_pending, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
+static int task_fail_plain(void)
+{
+    return weft_task_fail();
+}
+
 static int await_null(void)
 {
     void *r = OLD;
@@ -1410,6 +1459,16 @@ static void *room_wait_for_release(void *room)
     return wait_for_release(*(weft_event **)room);
 }
 
+static int task_result_cancelled(void)
+{
+    weft_task *t = spawn_held();
+    cancel_self();
+    void *r = OLD;
+    int rc = weft_task_result(t, &r);
+    CHECK_PTR_EQ(r, OLD);
+    return rc;
+}
+
 static int task_take_cancelled(void)
 {
     weft_event_init(&g_release);
@@ -1502,6 +1561,14 @@ static int task_take_busy(void)
     int n = 0;
     int rc = weft_task_take(held_with_waiter(true), take_none, &n);
     CHECK_EQ(n, 0);
+    return rc;
+}
+
+static int task_result_busy(void)
+{
+    void *r = OLD;
+    int rc = weft_task_result(held_with_waiter(false), &r);
+    CHECK_PTR_EQ(r, OLD);
     return rc;
 }
 
@@ -1723,6 +1790,19 @@ static int task_take_lazy_nomem(void)
     int rc;
     OUT_OF_MEMORY(rc = weft_task_take(t, take_none, &n));
     CHECK_EQ(n, 0);
+    g_pending = t;
+    return rc;
+}
+
+/* The same through weft_task_result. */
+static int task_result_lazy_nomem(void)
+{
+    weft_task *t;
+    CHECK_EQ(weft_task_create(&t, times3, P(7), &odd_stack), 0);
+    void *r = OLD;
+    int rc;
+    OUT_OF_MEMORY(rc = weft_task_result(t, &r));
+    CHECK_PTR_EQ(r, OLD);
     g_pending = t;
     return rc;
 }
@@ -3419,7 +3499,9 @@ struct row {
 #define SYNC_WAIT_LAZY_NOMEM sync_wait_lazy_nomem
 #define TASK_JOIN_LAZY_NOMEM task_join_lazy_nomem
 #define TASK_TAKE_LAZY_NOMEM task_take_lazy_nomem
+#define TASK_RESULT_LAZY_NOMEM task_result_lazy_nomem
 #else
+#define TASK_RESULT_LAZY_NOMEM NULL
 #define TASK_TAKE_LAZY_NOMEM NULL
 #define TASK_JOIN_LAZY_NOMEM NULL
 #define AWAIT_LAZY_NOMEM NULL
@@ -3537,6 +3619,14 @@ static const struct row rows[] = {
     ROW_AFTER(weft_task_take, "in a cancelled task, the task still running (not consumed)", -ECANCELED, TASK, task_take_cancelled, after_release),
     {"weft_task_take", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_TAKE_LAZY_NOMEM, after_pending, true},
     ROW_AFTER(weft_task_take, "another wait for it parked (not consumed)", -EBUSY, TASK, task_take_busy, after_release_joined),
+    ROW(weft_task_result, "NULL", -EINVAL, TASK, task_result_null),
+    ROW_AFTER(weft_task_result, "`result` NULL (not consumed)", -EINVAL, TASK, task_result_result_null, after_pending),
+    ROW(weft_task_result, "the calling task's own handle", -EINVAL, PLAIN, task_result_self),
+    ROW_AFTER(weft_task_result, "in a coroutine (not consumed)", -EDEADLK, CORO, task_result_spawned, after_pending),
+    ROW_AFTER(weft_task_result, "in a cancelled task, the task still running (not consumed)", -ECANCELED, TASK, task_result_cancelled, after_release),
+    {"weft_task_result", "a lazy task, in a task, no memory for its stack (it did not start)", -ENOMEM, NULL, TASK, TASK_RESULT_LAZY_NOMEM, after_pending, true},
+    ROW_AFTER(weft_task_result, "another wait for it parked (not consumed)", -EBUSY, TASK, task_result_busy, after_release_joined),
+    ROW(weft_task_fail, "not in a task", -EPERM, PLAIN, task_fail_plain),
     ROW(weft_spawn, "`pool` NULL", -EINVAL, PLAIN, spawn_pool_null),
     ROW(weft_spawn, "`fn` NULL", -EINVAL, PLAIN, spawn_fn_null),
     ROW(weft_spawn, "a pool another thread is destroying", -ESHUTDOWN, PLAIN,

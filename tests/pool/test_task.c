@@ -2117,6 +2117,129 @@ static void test_cancel_races_end(void **state)
     WT_CLEAN();
 }
 
+/* Failures (weft_task_fail): a box that counts its drops.  arg: the
+ * value, and in bit 30 whether the body yields first (so that it ends
+ * after its spawner's next step, or before it). */
+#define FAIL_YIELD ((intptr_t)1 << 30)
+static atomic_int g_fail_drops;
+
+struct fail_box {
+    struct weft_failure base;
+    intptr_t v;
+};
+
+static void fail_drop(struct weft_failure *f)
+{
+    atomic_fetch_add(&g_fail_drops, 1);
+    free(f);
+}
+
+static void *fail_body(void *arg)
+{
+    if (I(arg) & FAIL_YIELD)
+        CHECK_EQ(weft_yield(), 0);
+    struct fail_box *b = malloc(sizeof *b);
+    CHECK(b != NULL);
+    b->base.drop = fail_drop;
+    b->v = I(arg) & ~FAIL_YIELD;
+    CHECK_EQ(weft_task_fail(), 0);
+    return b;
+}
+
+/* A consumed failure is the consumer's: check its value, drop it. */
+static void fail_check(void *r, intptr_t v)
+{
+    struct fail_box *b = r;
+    CHECK(b != NULL);
+    CHECK_EQ(b->v, v);
+    b->base.drop(&b->base);
+}
+
+/* weft_task_result says which it was; weft_await hands the box over as
+ * the result.  In a task (a child not started runs inline) and from a
+ * plain thread. */
+static void *fail_results(void *arg)
+{
+    weft_pool *p = arg;
+    for (intptr_t i = 0; i < 200; i++) {
+        intptr_t y = i & 1 ? FAIL_YIELD : 0;
+        weft_task *t;
+        void *r = NULL;
+        CHECK_EQ(weft_spawn(&t, p, fail_body, P(i | y), NULL), 0);
+        CHECK_EQ(weft_task_result(t, &r), WEFT_TASK_FAILED);
+        fail_check(r, i);
+        CHECK_EQ(weft_spawn(&t, p, times3, P(i), NULL), 0);
+        CHECK_EQ(weft_task_result(t, &r), 0);
+        CHECK_EQ(I(r), 3 * i);
+        CHECK_EQ(weft_spawn(&t, p, fail_body, P(i | y), NULL), 0);
+        CHECK_EQ(weft_await(t, &r), 0);
+        fail_check(r, i);
+    }
+    return NULL;
+}
+
+static void test_fail_result(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    atomic_store(&g_fail_drops, 0);
+    weft_task *root;
+    assert_int_equal(weft_spawn(&root, p, fail_results, p, NULL), 0);
+    assert_int_equal(weft_sync_wait(root, NULL), 0);
+    assert_int_equal(atomic_load(&g_fail_drops), 400);
+    for (intptr_t i = 0; i < 100; i++) {
+        weft_task *t;
+        void *r = NULL;
+        assert_int_equal(weft_spawn(&t, p, fail_body, P(i), NULL), 0);
+        assert_int_equal(weft_task_result(t, &r), WEFT_TASK_FAILED);
+        fail_check(r, i);
+        assert_int_equal(weft_spawn(&t, p, times3, P(i), NULL), 0);
+        assert_int_equal(weft_task_result(t, &r), 0);
+        assert_int_equal(I(r), 3 * i);
+    }
+    assert_int_equal(atomic_load(&g_fail_drops), 500);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* A failure nobody will consume is dropped once, by whichever of the
+ * detach and the end comes second: detached at once (the end usually
+ * second), after a join (the detach second), or never held (weft_spawn
+ * with out NULL); a task that did not fail has nothing dropped. */
+static void test_fail_detach_drops_once(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    atomic_store(&g_fail_drops, 0);
+    int want = 0;
+    for (intptr_t i = 0; i < 3000; i++) {
+        intptr_t y = (i >> 1) & 1 ? FAIL_YIELD : 0;
+        weft_task *t;
+        switch (i % 4) {
+        case 0:
+            assert_int_equal(weft_spawn(&t, p, fail_body, P(i | y), NULL), 0);
+            assert_int_equal(weft_task_detach(t), 0);
+            break;
+        case 1:
+            assert_int_equal(weft_spawn(&t, p, fail_body, P(i | y), NULL), 0);
+            assert_int_equal(weft_task_join(t), 0);
+            assert_int_equal(weft_task_detach(t), 0);
+            break;
+        case 2:
+            assert_int_equal(weft_spawn(NULL, p, fail_body, P(i | y), NULL), 0);
+            break;
+        default:
+            assert_int_equal(weft_spawn(&t, p, times3, P(i), NULL), 0);
+            assert_int_equal(weft_task_detach(t), 0);
+            want--;
+            break;
+        }
+        want++;
+    }
+    /* The pool's end waits for the detached tasks. */
+    wt_destroy(p);
+    assert_int_equal(atomic_load(&g_fail_drops), want);
+    WT_CLEAN();
+}
+
 /* One waiter at a time (weft/task.h): while a task waits for a spawned
  * task, a second waiter, in a task or on a plain thread, gets -EBUSY at
  * once and the handle is as it was; the first still sees the end. */
@@ -2256,6 +2379,8 @@ int main(void)
         WT_TEST(test_ended_handles_outlive_run_records),
         WT_TEST(test_cancel_races_end),
         WT_TEST(test_second_waiter_busy),
+        WT_TEST(test_fail_result),
+        WT_TEST(test_fail_detach_drops_once),
         WT_TEST(test_await_lazy_mover_resumes_home),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,11 +142,11 @@ class Task(object):
         if reason == _constant('WEFT__WR_AWAIT', 11):
             # The awaited task's handle (struct weft_task), which the
             # awaiter holds: its id is there, run record or not (less
-            # the top bit, a cancel's request: sched/task.h).
+            # the top three bits, WEFT__ID_FLAGS: sched/task.h).
             try:
                 return 'task %d' % (int(w['obj'].cast(
                     gdb.lookup_type('struct weft_task').pointer())['id']) &
-                    ((1 << 63) - 1))
+                    ((1 << 61) - 1))
             except (gdb.error, gdb.MemoryError):
                 return 'task at 0x%x' % obj
         if reason in (_constant('WEFT__WR_FD_READ', 9),
