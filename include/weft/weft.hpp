@@ -43,25 +43,25 @@
  * first for that).  In a cancelled task, where every wait returns at once,
  * that wait is a loop that yields the worker until the task ends.  To let
  * a task run on alone, detach() it: its result is then destroyed by
- * whichever of the two sides finishes last.
+ * whichever of the two sides finishes last (weft itself, for a
+ * failure).
  *
  * The room rule.  weft::spawn makes a task with a room, bytes that weft
- * keeps with the task until get() takes the outcome out of it
- * (weft_task_take): at its start a state word and the outcome (the result
- * or the exception), then the callable with its arguments.  A callable
- * that a byte copy makes (trivially copyable and destructible: a lambda
- * that captures numbers and pointers) is built on the caller's stack and
- * copied in by weft_spawn_copy; any other is built in the room, before
- * the task is queued, by weft_spawn_with's fill.  A result that fits in
- * a pointer and is trivially copyable (a number, a pointer) comes back as
- * the task's C result, not through the room.  When the room is at most
- * WEFT_TASK_ROOM (64) bytes, weft::spawn allocates nothing beyond what
- * weft_spawn does (a task record from weft's own cache, which has a room
- * slot of that size, and its stack); weft::fits_room<F, Args...> says
- * whether it is (a word, the larger of the result and a
- * std::exception_ptr, then the callable with its arguments).  A larger
- * room is one allocation, freed with the task.  get() moves the result out
- * of the room: no allocation either.
+ * keeps with the task while it runs: the callable with its arguments.  A
+ * callable that a byte copy makes (trivially copyable and destructible: a
+ * lambda that captures numbers and pointers) is built on the caller's
+ * stack and copied in by weft_spawn_copy; any other is built in the room,
+ * before the task is queued, by weft_spawn_with's fill.  A result that
+ * fits in a pointer and is trivially copyable (a number, a pointer), or
+ * void, comes back as the task's C result (weft_task_result), and an
+ * exception as a weft_task_fail failure, allocated when it is thrown; any
+ * other result is made in the room, which then starts with a state word
+ * and the outcome (the result or a std::exception_ptr), and get() moves
+ * it out (weft_task_take).  When the room is at most WEFT_TASK_ROOM (64)
+ * bytes, weft::spawn allocates nothing beyond what weft_spawn does (a
+ * task record from weft's own cache, which has a room slot of that size,
+ * and its stack); weft::fits_room<F, Args...> says whether it is.  A
+ * larger room is one allocation, freed with the task.
  *
  * Thread affinity.  A task runs on whatever worker its pool gives it, and
  * after anything that can wait (get(), a lock, a condition or channel
@@ -410,20 +410,42 @@ template <>
 inline constexpr bool in_result<void> = false;
 
 /*
- * The C result of a body whose outcome is an exception, when its value
- * (or its nothing, for void) travels in the C result: get() then reads
- * the room only when the result is this word, so a value costs the
- * awaiter no look at the room's cache line (which the spawner wrote and
- * may hold on another core).  A value whose bits happen to be this word
- * costs that look: the room's state word, left `running` by a body that
- * did not throw, says it is a value.
+ * A result that travels as the task's C result (a value that fits in
+ * it, or nothing): such a task's room holds only the call, and an
+ * exception goes back as a weft_task_fail failure (below), so that get()
+ * is one weft_task_result, which never reads the room.
  */
-inline constexpr std::uintptr_t error_bits = 0x9e3779b97f4a7c15u;
+template <class R>
+inline constexpr bool lean = std::is_void_v<R> || in_result<R>;
 
-inline bool marked(void *result) noexcept
-{
-    return reinterpret_cast<std::uintptr_t>(result) == error_bits;
-}
+/*
+ * The failure a lean task's body returns for its exception (weft/task.h,
+ * weft_task_fail): allocated in the handler (an exception is rare, and
+ * its own object is allocated too); get() takes it, and weft drops it
+ * for a task nobody will consume (detached).  The C struct first: weft
+ * hands back its address, which is the whole's.
+ */
+struct failure {
+    weft_failure base;
+    std::exception_ptr error;
+
+    static void drop(weft_failure *f) noexcept
+    {
+        delete reinterpret_cast<failure *>(f);
+    }
+
+    /* get()'s: the exception out, the failure freed, the exception
+     * rethrown. */
+    [[noreturn]] static void rethrow(void *result)
+    {
+        auto *f = static_cast<failure *>(result);
+        std::exception_ptr e = std::move(f->error);
+        delete f;
+        std::rethrow_exception(std::move(e));
+    }
+};
+static_assert(std::is_standard_layout_v<failure>,
+              "weft::detail::failure: its C struct must be at its start");
 
 /*
  * The start of every room weft::spawn makes: the state word and the
@@ -478,34 +500,48 @@ struct header {
     }
 };
 
-/* The whole room of a task made by weft::spawn: its header, then the call
- * (the callable and its arguments) until the body has made it. */
+/* The whole room of a task made by weft::spawn: its header (none for a
+ * lean R), then the call (the callable and its arguments) until the body
+ * has made it. */
 template <class R, class Call>
 struct frame {
     using H = header<R>;
+    static constexpr bool is_lean = lean<R>;
 
-    /* The header's alignment, which the call's usually does not exceed:
-     * then the call lies at a fixed offset after it. */
+    /* The header's bytes and alignment; a lean room starts with the call. */
+    static constexpr std::size_t head = is_lean ? 0 : sizeof(H);
+    static constexpr std::size_t slack = is_lean ? 0 : H::slack;
     static constexpr std::size_t base =
-        alignof(H) > alignof(std::max_align_t) ? alignof(H)
-                                               : alignof(std::max_align_t);
+        !is_lean && alignof(H) > alignof(std::max_align_t)
+            ? alignof(H)
+            : alignof(std::max_align_t);
+    /* The call's alignment usually does not exceed that: then it lies at a
+     * fixed offset after the header. */
     static constexpr bool fixed = alignof(Call) <= base;
     static constexpr std::size_t call_offset =
-        (sizeof(H) + alignof(Call) - 1) / alignof(Call) * alignof(Call);
+        (head + alignof(Call) - 1) / alignof(Call) * alignof(Call);
 
     /* Bytes asked of weft: an over-aligned call aligns itself after the
      * header in at most alignof(Call) - base bytes more. */
     static constexpr std::size_t room_size =
-        fixed ? H::slack + call_offset + sizeof(Call)
-              : H::slack + (sizeof(H) + base - 1) / base * base +
+        fixed ? slack + call_offset + sizeof(Call)
+              : slack + (head + base - 1) / base * base +
                     (alignof(Call) - base) + sizeof(Call);
+
+    static unsigned char *start(void *room) noexcept
+    {
+        if constexpr (is_lean)
+            return static_cast<unsigned char *>(room);
+        else
+            return reinterpret_cast<unsigned char *>(H::at(room));
+    }
 
     static Call *call_at(void *room) noexcept
     {
-        auto *h = reinterpret_cast<unsigned char *>(H::at(room));
+        unsigned char *h = start(room);
         if constexpr (fixed)
             return reinterpret_cast<Call *>(h + call_offset);
-        auto a = reinterpret_cast<std::uintptr_t>(h) + sizeof(H);
+        auto a = reinterpret_cast<std::uintptr_t>(h) + head;
         a = (a + alignof(Call) - 1) & ~static_cast<std::uintptr_t>(alignof(Call) - 1);
         return reinterpret_cast<Call *>(a);
     }
@@ -513,14 +549,15 @@ struct frame {
     /*
      * A call that a byte copy makes (trivially copy-constructible and
      * destructible: a lambda that captures numbers and pointers) is built
-     * on the spawner's stack with the header, as `image`, and copied into
-     * the room by weft_spawn_copy: no callback into this layer, and no
-     * frame of one.  Anything else is built in the room by filler's fill,
-     * through weft_spawn_with.  The header's bytes go along: its state
-     * word (a lock-free atomic) and the outcome's raw storage.
+     * on the spawner's stack (with the header, as `image`, for a room that
+     * has one) and copied into the room by weft_spawn_copy: no callback
+     * into this layer, and no frame of one.  Anything else is built in the
+     * room by filler's fill, through weft_spawn_with.  The header's bytes
+     * go along: its state word (a lock-free atomic) and the outcome's raw
+     * storage.
      */
     static constexpr bool by_copy =
-        fixed && H::slack == 0 && std::is_trivially_copy_constructible_v<Call> &&
+        fixed && slack == 0 && std::is_trivially_copy_constructible_v<Call> &&
         std::is_trivially_destructible_v<Call> &&
         std::atomic<std::uint64_t>::is_always_lock_free;
 
@@ -529,54 +566,78 @@ struct frame {
         Call call; /* at call_offset: the same layout rule */
     };
 
+    /* The call made: its callable with its arguments, moved. */
+    static decltype(auto) invoke_call(Call *c)
+    {
+        auto invoke = [](auto &&fn, auto &&...args) -> decltype(auto) {
+            return std::invoke(std::move(fn), std::move(args)...);
+        };
+        return std::apply(invoke, std::move(*c));
+    }
+
     /* weft_fn: the task's body, called with the room. */
     static void *body(void *room) noexcept
     {
-        H *h = H::at(room);
         Call *c = call_at(room);
         bool call_alive = true;
-        try {
-            auto invoke = [](auto &&fn, auto &&...args) -> decltype(auto) {
-                return std::invoke(std::move(fn), std::move(args)...);
-            };
-            if constexpr (std::is_void_v<R>) {
-                std::apply(invoke, std::move(*c));
-                call_alive = false;
+        if constexpr (is_lean) {
+            failure *f = nullptr;
+            try {
+                if constexpr (std::is_void_v<R>) {
+                    invoke_call(c);
+                    call_alive = false;
+                    c->~Call();
+                    return nullptr;
+                } else {
+                    /* The value goes back as fn's result: on the handle's
+                     * cache line, which the awaiter reads anyway. */
+                    R r = invoke_call(c);
+                    call_alive = false;
+                    c->~Call();
+                    void *bits = nullptr;
+                    std::memcpy(&bits, &r, sizeof r);
+                    return bits;
+                }
+            } catch (...) {
+                /* Only this in the handler (see the top: "Thread
+                 * affinity"), which waits for nothing.  The plain new,
+                 * which a program's own operator new replaces (the
+                 * nothrow one it may not). */
+                try {
+                    f = new failure{{&failure::drop}, std::current_exception()};
+                } catch (...) {
+                    f = nullptr;
+                }
+            }
+            if (call_alive)
                 c->~Call();
-                return nullptr; /* not error_bits: nothing to mark */
-            } else if constexpr (in_result<R>) {
-                /* The value goes back as fn's result: on the handle's
-                 * cache line, which the awaiter reads anyway; the room's
-                 * line stays as the spawner wrote it. */
-                R r = std::apply(invoke, std::move(*c));
-                call_alive = false;
-                c->~Call();
-                void *bits = nullptr;
-                std::memcpy(&bits, &r, sizeof r);
-                return bits;
-            } else {
+            if (!f)
+                std::terminate(); /* no memory to carry the exception */
+            (void)weft_task_fail(); /* in a task: cannot fail */
+            return &f->base;
+        } else {
+            H *h = H::at(room);
+            try {
                 /* Made in place: the outcome has bytes of its own. */
-                ::new (static_cast<void *>(&h->out.value))
-                    R(std::apply(invoke, std::move(*c)));
+                ::new (static_cast<void *>(&h->out.value)) R(invoke_call(c));
                 call_alive = false;
                 c->~Call();
                 h->finish(st_value, !std::is_trivially_destructible_v<R>);
                 return nullptr;
+            } catch (...) {
+                /* Only this in the handler (see the top: "Thread
+                 * affinity"): the call's destructor, below, may wait (a
+                 * captured task<T>, a lock), and a wait in here could end
+                 * on another thread, whose runtime knows nothing of this
+                 * exception. */
+                ::new (static_cast<void *>(&h->out.error))
+                    std::exception_ptr(std::current_exception());
             }
-        } catch (...) {
-            /* Only this in the handler (see the top: "Thread affinity"):
-             * the call's destructor, below, may wait (a captured task<T>,
-             * a lock), and a wait in here could end on another thread,
-             * whose runtime knows nothing of this exception. */
-            ::new (static_cast<void *>(&h->out.error))
-                std::exception_ptr(std::current_exception());
+            if (call_alive)
+                c->~Call();
+            h->finish(st_error, true);
+            return nullptr;
         }
-        if (call_alive)
-            c->~Call();
-        h->finish(st_error, true);
-        if constexpr (std::is_void_v<R> || in_result<R>)
-            return reinterpret_cast<void *>(error_bits);
-        return nullptr;
     }
 };
 
@@ -588,6 +649,14 @@ using call_t = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
 template <class F, class... Args>
 using result_t = std::remove_cv_t<
     std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>>;
+
+/* The header in a room that has one (not lean), before the call. */
+template <class Frame>
+void make_header(void *room) noexcept
+{
+    if constexpr (!Frame::is_lean)
+        ::new (static_cast<void *>(Frame::H::at(room))) typename Frame::H();
+}
 
 /* weft_spawn_with's fill for spawn: makes the header and, with `make`,
  * the call in the room, before the task is queued.  fill runs inside the
@@ -602,7 +671,7 @@ struct filler {
     {
         auto *f = static_cast<filler *>(self);
         try {
-            ::new (static_cast<void *>(Frame::H::at(room))) typename Frame::H();
+            make_header<Frame>(room);
             f->make(Frame::call_at(room));
         } catch (...) {
             f->error = std::current_exception();
@@ -625,7 +694,7 @@ struct filler<Frame, Make, true> {
     static int fill(void *room, void *self) noexcept
     {
         auto *f = static_cast<filler *>(self);
-        ::new (static_cast<void *>(Frame::H::at(room))) typename Frame::H();
+        make_header<Frame>(room);
         f->make(Frame::call_at(room));
         return 0;
     }
@@ -633,10 +702,10 @@ struct filler<Frame, Make, true> {
     void rethrow() const noexcept {}
 };
 
-/* weft_task_take's take for task<R>::get(): moves the outcome out of the
- * room (which weft frees right after) into this object, on the caller's
- * stack.  A move that throws becomes the outcome (the task is freed all
- * the same). */
+/* weft_task_take's take for task<R>::get() of a room outcome (R not
+ * lean): moves the outcome out of the room (which weft frees right after)
+ * into this object, on the caller's stack.  A move that throws becomes
+ * the outcome (the task is freed all the same). */
 template <class R>
 struct taker {
     unsigned char st = st_running;
@@ -647,18 +716,9 @@ struct taker {
     taker &operator=(const taker &) = delete;
     ~taker() { destroy_outcome(&got, st); }
 
-    static void take(void *room, void *result, void *self) noexcept
+    static void take(void *room, void *, void *self) noexcept
     {
         auto *k = static_cast<taker *>(self);
-        if constexpr (std::is_void_v<R> || in_result<R>) {
-            if (!marked(result)) { /* a value: the room is not read */
-                if constexpr (!std::is_void_v<R>)
-                    std::memcpy(static_cast<void *>(&k->got.value), &result,
-                                sizeof(R));
-                k->st = st_value;
-                return;
-            }
-        }
         header<R> *h = header<R>::at(room);
         /* Relaxed: weft_task_take's wait ordered the body's writes
          * before this call.  Not an error: a value (header::finish leaves
@@ -669,12 +729,6 @@ struct taker {
             ::new (static_cast<void *>(&k->got.error))
                 std::exception_ptr(std::move(h->out.error));
             h->out.error.~exception_ptr();
-        } else if constexpr (std::is_void_v<R>) {
-            st = st_value;
-        } else if constexpr (in_result<R>) {
-            st = st_value;
-            std::memcpy(static_cast<void *>(&k->got.value), &result,
-                        sizeof(R));
         } else {
             st = st_value;
             try {
@@ -695,21 +749,28 @@ struct taker {
     {
         if (st == st_error)
             std::rethrow_exception(got.error);
-        if constexpr (!std::is_void_v<R>)
-            return std::move(got.value);
+        return std::move(got.value);
     }
 };
 
-/* weft_task_take's take for a task<R> destroyed unread. */
+/* weft_task_take's take for a task<R> (not lean) destroyed unread. */
 template <class R>
-void drop_outcome(void *room, void *result, void *) noexcept
+void drop_outcome(void *room, void *, void *) noexcept
 {
-    if constexpr (std::is_void_v<R> || in_result<R>)
-        if (!marked(result))
-            return; /* a value with nothing to destroy */
     header<R> *h = header<R>::at(room);
     destroy_outcome(&h->out, static_cast<unsigned char>(h->state.load(
                                  std::memory_order_relaxed)));
+}
+
+/* A lean task's value from its C result. */
+template <class R>
+R from_result(void *result) noexcept
+{
+    if constexpr (!std::is_void_v<R>) {
+        outcome<R> o;
+        std::memcpy(static_cast<void *>(&o.value), &result, sizeof(R));
+        return o.value;
+    }
 }
 
 } // namespace detail
@@ -765,12 +826,23 @@ public:
      * moves the outcome out of the room and frees the task. */
     T get()
     {
-        /* No task: weft_task_take's -EINVAL (no look of our own). */
-        detail::taker<T> k;
-        detail::check(weft_task_take(t_, &detail::taker<T>::take, &k),
-                      "weft::task::get");
-        t_ = nullptr;
-        return k.result();
+        /* No task: the C call's -EINVAL (no look of our own). */
+        if constexpr (detail::lean<T>) {
+            /* The value is the C result; an exception, a failure. */
+            void *r;
+            int rc = weft_task_result(t_, &r);
+            detail::check(rc, "weft::task::get");
+            t_ = nullptr;
+            if (rc == WEFT_TASK_FAILED)
+                detail::failure::rethrow(r);
+            return detail::from_result<T>(r);
+        } else {
+            detail::taker<T> k;
+            detail::check(weft_task_take(t_, &detail::taker<T>::take, &k),
+                          "weft::task::get");
+            t_ = nullptr;
+            return k.result();
+        }
     }
 
     /* Let it run on alone; its outcome is dropped when it ends. */
@@ -808,15 +880,19 @@ private:
      * the task may still run, and is freed by weft when it ends. */
     void abandon() noexcept
     {
-        auto *h = detail::header<T>::at(weft_task_room(t_));
-        auto old = static_cast<unsigned char>(
-            h->state.exchange(detail::st_abandoned, std::memory_order_acq_rel));
-        detail::destroy_outcome(&h->out, old);
+        /* A lean task's failure: weft drops it (weft_task_detach). */
+        if constexpr (!detail::lean<T>) {
+            auto *h = detail::header<T>::at(weft_task_room(t_));
+            auto old = static_cast<unsigned char>(h->state.exchange(
+                detail::st_abandoned, std::memory_order_acq_rel));
+            detail::destroy_outcome(&h->out, old);
+        }
         (void)weft_task_detach(std::exchange(t_, nullptr));
     }
 
     /* The destructor's wait (see the top: "Destructor"): the outcome is
-     * destroyed in the room and the task freed, by weft_task_take. */
+     * dropped (a failure freed, a room's outcome destroyed in it by
+     * weft_task_take) and the task freed. */
     void reap() noexcept
     {
         if (t_)
@@ -829,16 +905,27 @@ private:
     {
         detail::eh_carry carry;
         int rc;
-        while ((rc = weft_task_take(t_, &detail::drop_outcome<T>, nullptr)) ==
-               -ECANCELED)
+        void *r = nullptr;
+        while ((rc = take_dropping(&r)) == -ECANCELED)
             detail::yield_somehow();
-        if (rc != 0) {
+        if (rc == WEFT_TASK_FAILED)
+            detail::failure::drop(static_cast<weft_failure *>(r));
+        else if (rc != 0) {
             /* -EDEADLK: inside a standalone coroutine on a plain thread,
              * where nothing can wait: it runs on alone. */
             abandon();
             return;
         }
         t_ = nullptr;
+    }
+
+    /* reap_held's wait: consumes the task and drops a room's outcome. */
+    int take_dropping(void **r) noexcept
+    {
+        if constexpr (detail::lean<T>)
+            return weft_task_result(t_, r);
+        else
+            return weft_task_take(t_, &detail::drop_outcome<T>, nullptr);
     }
 
     weft_task *t_ = nullptr;
@@ -860,9 +947,15 @@ spawn_with(weft_pool *p, const weft_task_opts *opts, F &&f, Args &&...args)
     using Call = detail::call_t<F, Args...>;
     using Frame = detail::frame<R, Call>;
     weft_task *t;
-    if constexpr (Frame::by_copy) {
+    if constexpr (Frame::by_copy && Frame::is_lean) {
         /* The call is made here, before weft is asked for anything: what
-         * it throws leaves nothing to undo. */
+         * it throws leaves nothing to undo.  The room is the call alone. */
+        Call c(std::forward<F>(f), std::forward<Args>(args)...);
+        int rc = weft_spawn_copy(&t, p, &Frame::body, &c, sizeof c, opts);
+        if (rc != 0)
+            detail::throw_error(rc, "weft::spawn");
+    } else if constexpr (Frame::by_copy) {
+        /* As above, with the header before the call. */
         typename Frame::image img{
             {}, Call(std::forward<F>(f), std::forward<Args>(args)...)};
         int rc = weft_spawn_copy(&t, p, &Frame::body, &img, sizeof img, opts);
