@@ -201,7 +201,8 @@ WEFT_API int weft_task_take(weft_task *t, weft_take_fn take, void *arg);
  * a larger one, say), whose drop frees it.  weft_task_result hands that
  * pointer to its caller and says it is a failure; every other way of
  * consuming the task (weft_await, weft_await_all, weft_sync_wait,
- * weft_task_take) hands it over as the result, the caller's to drop; and
+ * weft_task_take) hands it over as the result, the caller's to drop
+ * (weft drops it where the caller asks for no result: NULL); and
  * if nobody will consume the task (weft_task_detach, or weft_spawn with
  * out NULL), weft calls drop once the task has ended, on whichever
  * thread comes last of the end and the detach.  drop must neither wait

@@ -209,6 +209,8 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     h->result = r;
     if (result && !keep)
         *result = r;
+    else if (!keep && unlikely(weft__handle_failed(h)))
+        weft__failure_drop(h); /* a failure nobody takes (weft/task.h) */
     if (failed)
         *failed = weft__handle_failed(h); /* its own mark: no order needed */
     /* The room, before the RMW below may free it (with the record). */

@@ -349,6 +349,8 @@ static inline void weft__task_consume(struct weft_task *h, void **result)
 {
     if (result)
         *result = h->result;
+    else if (unlikely(weft__handle_failed(h)))
+        weft__failure_drop(h); /* a failure nobody takes (weft/task.h) */
     weft__task_drop_handle(h);
 }
 
