@@ -218,6 +218,27 @@ one cancel_start_claim.no_membarrier twin cancel_start.pml "-DCLAIM -DWEAK_RMW -
 one cancel_start_claim.bit_before_store twin cancel_start.pml "-DCLAIM -DWEAK_RMW -DNCANCEL=1 -DBROKEN_BIT_BEFORE_STORE" \
     "the worker reads the bit (clear) before its CAS; the cancel sets it, runs membarrier, reads SCHEDULED and returns; the CAS wins: the body never sees the cancel"
 
+# 3c. a failure nobody will consume, dropped once by the later of the
+#     handle's detach and the task's end (src/sched/task.h
+#     WEFT__ID_DETACHED, task_run.c finish_failed, task_state.c
+#     weft__task_detach_handle, task.c weft_task_detach and queue_spawned,
+#     await.c await_until and try_inline)
+one failure         pass failure.pml "" ""
+one failure.end_no_detached twin failure.pml "-DBROKEN_END_NO_DETACHED" \
+    "the awaiter sees DONE, takes the failure and drops the handle (HANDLE clear) before T's end reaches its RMW; the end, finding HANDLE clear, drops the failure the awaiter took"
+one failure.detach_no_drop twin failure.pml "-DBROKEN_DETACH_NO_DROP" \
+    "T fails and its end's RMW reads HANDLE set, so it leaves the failure to the holder; the detacher's plain drop_handle finds COMPLETE with one reference and frees the handle without a drop: leaked"
+one failure.detach_drop_after twin failure.pml "-DBROKEN_DETACH_DROP_AFTER" \
+    "T has ended (COMPLETE); the detacher's fetch_sub reads COMPLETE; the third holder finds COMPLETE with one reference and frees both records; the detacher then reads FAILED in the freed handle"
+one failure.end_unref_first twin failure.pml "-DBROKEN_END_UNREF" \
+    "the detacher's CAS drops the handle; T fails, its end's RMW to COMPLETE drops its life reference and reads HANDLE clear; the third holder frees both records; the end reads DETACHED in the freed handle"
+one failure.detached_late twin failure.pml "-DBROKEN_DETACHED_LATE" \
+    "the detacher's CAS drops the handle before it sets DETACHED; T ends, the third holder frees both records, and the fetch_or of DETACHED writes the freed handle"
+one failure_keep    pass failure.pml "-DKEEP" ""
+one failure_spawn   pass failure.pml "-DNO_HANDLE" ""
+one failure_spawn.no_detached twin failure.pml "-DNO_HANDLE -DBROKEN_SPAWN_NO_DETACHED" \
+    "weft_spawn without a handle leaves DETACHED clear; T fails, its end's RMW reads HANDLE clear, sees no DETACHED and leaves the failure; the records go: leaked"
+
 # 4. a wait record: wake vs timeout vs cancel (src/sched/wait.c, timer.c,
 #    src/sync/waitq.h)
 one wait            pass wait.pml "" ""
