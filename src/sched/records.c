@@ -339,6 +339,11 @@ void weft__records_spill(void)
     weft__cache_spill_all(&weft__handles, &weft__handles_local);
 }
 
+bool weft__records_held(void)
+{
+    return records_local.n || weft__handles_local.n;
+}
+
 #define DOOMED SIZE_MAX /* free_seen of a chunk the trim frees */
 
 /*

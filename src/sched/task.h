@@ -517,6 +517,8 @@ static inline char *weft__record_name_buf(struct weft__task *t)
 void weft__records_worker_thread(void);
 /* The calling thread's cached records go to the global depot. */
 void weft__records_spill(void);
+/* Whether the calling thread's own lists hold free records or handles. */
+bool weft__records_held(void);
 /* Give the chunks whose records are all free back to the system, but for
  * enough to hold `keep` records; returns the bytes given back.  A trim
  * that would give back less than WEFT__RECORDS_TRIM_MIN gives back
