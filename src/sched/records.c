@@ -279,8 +279,20 @@ struct weft_task *weft__handles_from_chunk(void)
 struct weft__task *weft__record_alloc(void)
 {
     struct weft__cache_node *n = weft__cache_get(&records, &records_local, 0);
-    if (__builtin_expect(n != NULL, 1))
+    if (__builtin_expect(n != NULL, 1)) {
+        /* The next record's three lines, for writing: in fork-join the
+         * records a spawning thread takes were freed by the thieves, so
+         * each line is a miss on another core's cache; fetched now, they
+         * arrive while this task is made (spawn-join on the AMD guest:
+         * 278 -> 264 ms, medians of 14 interleaved runs). */
+        char *next = (char *)records_local.head;
+        if (next) {
+            __builtin_prefetch(next, 1, 3);
+            __builtin_prefetch(next + 64, 1, 3);
+            __builtin_prefetch(next + 128, 1, 3);
+        }
         return task_of_node(n);
+    }
     return from_chunk();
 }
 
