@@ -5,7 +5,7 @@ A test of weft-bench's machine-readable outputs (meson test 'bench-outputs'):
 runs `WEFT_BENCH --quick --only
 switch,memory,fib,yield,idle,latency-read,echo --sweep 1,2 --json F [--plot
 G]` and checks the JSON against the schema documented in bench/README.md
-(weft-bench/5): every key there, types, states, one run value per run for
+(weft-bench/6): every key there, types, states, one run value per run for
 measured implementations (and per extra figure: echo's latency percentiles
 and CPU time, yield's CPU time, idle's wait, latency-read's percentiles,
 ticks and CPU time), min <= median <= max, weft's ratio 1, echo alone
@@ -72,7 +72,7 @@ def main():
 
     with open(jpath) as f:
         d = json.load(f)
-    if need(d, "schema", str, "") != "weft-bench/5":
+    if need(d, "schema", str, "") != "weft-bench/6":
         fail("schema is %r" % d["schema"])
     need(d, "date", str, "")
     m = need(d, "machine", dict, "")
@@ -90,6 +90,16 @@ def main():
             fail("machine: syscalls counted, yet a reason why not")
     else:
         need(m, "syscalls_why", str, "machine")
+    for k in ("line_handoff_ns", "first_touch_ns"):
+        v = need(m, k, (int, float), "machine")
+        if v < 0:
+            fail("machine: %s is %r" % (k, v))
+    if m["cpus"] >= 2 and m["line_handoff_ns"] <= 0:
+        fail("machine: line_handoff_ns not measured on %d CPUs" % m["cpus"])
+    if m["first_touch_ns"] <= 0:
+        fail("machine: first_touch_ns not measured")
+    if "a cache line moves between two threads in" not in r.stdout:
+        fail("no probe line in the header")
     if "\ncounted, per operation" not in r.stdout:
         fail("no counted table in the output")
     b = need(d, "build", dict, "")

@@ -138,7 +138,7 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fprintf(stderr, "weft-bench: --json %s: %s\n", path, strerror(errno));
         return rc;
     }
-    fputs("{\n  \"schema\": \"weft-bench/5\",\n  \"date\": ", f);
+    fputs("{\n  \"schema\": \"weft-bench/6\",\n  \"date\": ", f);
     jstr(f, m->date);
     fputs(",\n  \"machine\": {\"cpu\": ", f);
     jstr(f, m->cpu);
@@ -158,6 +158,9 @@ int json_write(const char *path, const bench_run *run, const bench_machine *m)
         fputs("null", f);
     else
         jstr(f, m->syscalls_why);
+    fprintf(f, ",\n              \"line_handoff_ns\": %.1f, "
+               "\"first_touch_ns\": %.1f",
+            m->line_handoff_ns, m->first_touch_ns);
     fputs("},\n", f);
     fputs("  \"build\": {\"weft_version\": ", f);
     jstr(f, BENCH_WEFT_VERSION);

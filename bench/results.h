@@ -111,9 +111,16 @@ typedef struct bench_machine {
                            PTI" means page-table isolation is on */
     bool syscalls_counted; /* the syscalls column is measured */
     char syscalls_why[160];/* why not, when it is not */
+    double line_handoff_ns;/* probe.c: a cache line between two threads;
+                              0 if not measured (one CPU) */
+    double first_touch_ns; /* probe.c: the first write to a fresh page;
+                              0 if not measured */
 } bench_machine;
 
 void bench_machine_read(bench_machine *m);
+
+/* probe.c: measures line_handoff_ns and first_touch_ns (some 100 ms). */
+void bench_machine_probe(bench_machine *m);
 
 /* report.c: the main table, then (with a sweep) the scaling table. */
 void report_print(const bench_run *run, const bench_machine *m);

@@ -672,10 +672,14 @@ int main(int argc, char **argv)
 
     results_summarise(&run);
     bench_machine_read(&machine);
+    bench_machine_probe(&machine);
     printf("weft-bench %s on %s (%u CPUs), %s; %s\n", BENCH_WEFT_VERSION,
            machine.cpu, machine.cpus, machine.kernel, BENCH_COMPILER);
     printf("cpu: %s family %d model %d; meltdown: %s\n", machine.vendor,
            machine.family, machine.model, machine.meltdown);
+    printf("at the end of the run: a cache line moves between two threads "
+           "in %.0f ns; a first write to a fresh page costs %.2f us\n",
+           machine.line_handoff_ns, machine.first_touch_ns / 1e3);
     report_print(&run, &machine);
     if (o.json != NULL && json_write(o.json, &run, &machine) != 0)
         failed = true;
