@@ -19,18 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "results.h"
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #define HANDOFFS 100000u /* a run: some 6-25 ms where a line moves in 64-240 ns */
 #define HANDOFF_RUNS 5u
@@ -71,7 +63,7 @@ static double line_handoff_ns(unsigned cpus)
         atomic_store(&line.turn, 0);
         if (pthread_create(&th, NULL, partner, (void *)(uintptr_t)end) != 0)
             return 0;
-        uint64_t t0 = mono_ns();
+        uint64_t t0 = bench_now_ns();
         for (uint64_t v = 0; v < end; v += 2) {
             while (atomic_load_explicit(&line.turn, memory_order_acquire) != v)
                 ;
@@ -79,7 +71,7 @@ static double line_handoff_ns(unsigned cpus)
         }
         while (atomic_load_explicit(&line.turn, memory_order_acquire) != end)
             ;
-        uint64_t t1 = mono_ns();
+        uint64_t t1 = bench_now_ns();
         pthread_join(th, NULL);
         double ns = (double)(t1 - t0) / (double)end;
         if (best == 0 || ns < best)
@@ -105,10 +97,10 @@ static double first_touch_ns(void)
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return best;
-        uint64_t t0 = mono_ns();
+        uint64_t t0 = bench_now_ns();
         for (size_t off = 0; off < TOUCH_BYTES; off += (size_t)psize)
             ((volatile char *)m)[off] = 1;
-        uint64_t t1 = mono_ns();
+        uint64_t t1 = bench_now_ns();
         munmap(m, TOUCH_BYTES);
         double ns = (double)(t1 - t0) / (double)(TOUCH_BYTES / (size_t)psize);
         if (best == 0 || ns < best)

@@ -37,6 +37,12 @@ struct spill_args {
     int from, count;
     size_t key_of_odd; /* a key for odd indexes (0: all key 0) */
     bool exit_only;    /* spill at thread exit, not by spill_all */
+    /* What the thread saw, for the main thread to check (cmocka's
+     * assertions belong to the thread that runs the test). */
+    bool kept;         /* its list could be registered */
+    unsigned n_put;    /* its list's length after the puts */
+    unsigned n_left;   /* and after spill_all */
+    bool head_left;    /* a head left after spill_all */
 };
 
 /* Puts objects [from, from + count) on a thread of its own, whose bound
@@ -45,16 +51,18 @@ static void *spill_thread(void *p)
 {
     struct spill_args *a = p;
     static __thread struct weft__cache_local l;
-    assert_true(weft__cache_local_keep(a->c, &l, OBJECTS));
+    a->kept = weft__cache_local_keep(a->c, &l, OBJECTS);
+    if (!a->kept)
+        return NULL;
     for (int i = a->from; i < a->from + a->count; i++) {
         objs[i].node.key = (i & 1) ? a->key_of_odd : 0;
         weft__cache_put(a->c, &l, &objs[i].node);
     }
-    assert_int_equal(l.n, a->count);
+    a->n_put = l.n;
     if (!a->exit_only) {
         weft__cache_spill_all(a->c, &l);
-        assert_int_equal(l.n, 0);
-        assert_null(l.head);
+        a->n_left = l.n;
+        a->head_left = l.head != NULL;
     }
     return NULL;
 }
@@ -64,6 +72,26 @@ static void spill_on_thread(struct spill_args *a)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, spill_thread, a), 0);
     assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(a->kept);
+    assert_int_equal(a->n_put, a->count);
+    if (!a->exit_only) {
+        assert_int_equal(a->n_left, 0);
+        assert_false(a->head_left);
+    }
+}
+
+/* One object of `key` from this thread's cache, one of ours, not seen
+ * before (marked now); its index. */
+static int take_one(struct weft__cache *c, struct weft__cache_local *l,
+                    size_t key, bool seen[OBJECTS])
+{
+    struct weft__cache_node *n = weft__cache_get(c, l, key);
+    assert_non_null(n);
+    struct obj *o = (struct obj *)(void *)n;
+    assert_true(o >= objs && o < objs + OBJECTS);
+    assert_false(seen[o->index]);
+    seen[o->index] = true;
+    return o->index;
 }
 
 /* Takes everything of key 0 back on this thread; each object once. */
@@ -72,13 +100,8 @@ static void take_all(struct weft__cache *c, struct weft__cache_local *l,
 {
     bool seen[OBJECTS] = {false};
     for (int got = 0; got < count; got++) {
-        struct weft__cache_node *n = weft__cache_get(c, l, 0);
-        assert_non_null(n);
-        struct obj *o = (struct obj *)(void *)n;
-        assert_true(o >= objs && o < objs + OBJECTS);
-        assert_true(o->index >= from && o->index < from + count);
-        assert_false(seen[o->index]);
-        seen[o->index] = true;
+        int i = take_one(c, l, 0, seen);
+        assert_true(i >= from && i < from + count);
     }
     assert_null(weft__cache_get(c, l, 0));
 }
@@ -137,20 +160,10 @@ static void test_mixed_keys_stay_loose(void **state)
     static __thread struct weft__cache_local l;
     assert_true(weft__cache_local_keep(c, &l, KEEP));
     bool seen[OBJECTS] = {false};
-    for (int got = 0; got < BATCH; got++) {
-        struct obj *o = (struct obj *)(void *)weft__cache_get(c, &l, 0);
-        assert_non_null(o);
-        assert_int_equal(o->index % 2, 0);
-        assert_false(seen[o->index]);
-        seen[o->index] = true;
-    }
-    for (int got = 0; got < BATCH; got++) {
-        struct obj *o = (struct obj *)(void *)weft__cache_get(c, &l, 7);
-        assert_non_null(o);
-        assert_int_equal(o->index % 2, 1);
-        assert_false(seen[o->index]);
-        seen[o->index] = true;
-    }
+    for (int got = 0; got < BATCH; got++)
+        assert_int_equal(take_one(c, &l, 0, seen) % 2, 0);
+    for (int got = 0; got < BATCH; got++)
+        assert_int_equal(take_one(c, &l, 7, seen) % 2, 1);
     assert_null(weft__cache_get(c, &l, 0));
     assert_null(weft__cache_get(c, &l, 7));
 }
