@@ -62,14 +62,20 @@ WEFT_RACY_READS static void worker_stats(weft_pool *p,
     pthread_mutex_unlock(&w->timers.lock);
 }
 
-/* Entries in the global queue now. */
+/* Entries in the global queue now, up to an enqueue that is still
+ * linking its node: liburcu's blocking walk would sleep 10 ms for it,
+ * with the dequeuers' lock held (pool.c, dequeue_linked). */
 static uint64_t global_queued(weft_pool *p)
 {
     uint64_t n = 0;
-    struct cds_wfcq_node *node;
     weft__spin_lock(&p->inject_lock);
-    __cds_wfcq_for_each_blocking(&p->inject_head, &p->inject_tail, node)
+    struct cds_wfcq_node *node =
+        __cds_wfcq_first_nonblocking(&p->inject_head, &p->inject_tail);
+    while (node && node != CDS_WFCQ_WOULDBLOCK) {
         n++;
+        node = __cds_wfcq_next_nonblocking(&p->inject_head, &p->inject_tail,
+                                           node);
+    }
     weft__spin_unlock(&p->inject_lock);
     return n;
 }
