@@ -52,6 +52,7 @@
 /* Checks usable on any thread                                          */
 
 #include "../check.h"
+#include "../live_limit.h"
 
 /* On the main thread, at the end of a case: no check failed anywhere. */
 #define WT_CLEAN() assert_int_equal(atomic_exchange(&check_failures, 0), 0)
@@ -146,6 +147,15 @@ static inline int wt_teardown(void **state)
     WT_CASE(fn, 4, #fn "/4")
 /* One case, pool size irrelevant or fixed inside. */
 #define WT_TEST1(fn) WT_CASE(fn, 1, #fn)
+/* A slow case (a deep chain of new stacks, tens of thousands of tasks):
+ * at 1, 2 and 4 worker threads natively, at 2 alone under a sanitizer or
+ * Valgrind (tests/live_limit.h, WT_UNDER_TOOL), where each size took
+ * 5-12 s of CI's time to look at the same code again. */
+#ifdef WT_UNDER_TOOL
+#define WT_TEST_SLOW(fn) WT_CASE(fn, 2, #fn "/2")
+#else
+#define WT_TEST_SLOW(fn) WT_TEST(fn)
+#endif
 
 /* WT_FILTER=pattern (cmocka's wildcards) runs only the matching cases. */
 static inline void wt_main_init(void)
