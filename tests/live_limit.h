@@ -21,13 +21,13 @@
 #define WEFT_TEST_LIVE_LIMIT_H
 
 #if defined(__SANITIZE_THREAD__)
-#define WT_SLOW_TOOL 1
+#define WT_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define WT_SLOW_TOOL 1
+#define WT_TSAN 1
 #endif
 #endif
-#ifdef WEFT_VALGRIND
+#if defined(WT_TSAN) || defined(WEFT_VALGRIND)
 #define WT_SLOW_TOOL 1
 #endif
 

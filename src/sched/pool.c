@@ -269,25 +269,25 @@ WEFT_RACY_READS static void prefetch_queued(weft_pool *p)
  * (take_link_wait below), the queue still looks non-empty, so no worker
  * parks on it (any_work), and the search comes back to it.
  */
-#define LINK_SPINS 64
-
 /* Dequeue one node of (head, tail), whose dequeuers are mutually excluded
  * by the caller; NULL if empty, CDS_WFCQ_WOULDBLOCK if an enqueue is
- * still linking the next node after a short spin. */
+ * still linking the next node after weft__backoff's spin (base/backoff.h),
+ * whose yield is the caller's, made once it has dropped its lock. */
 static struct cds_wfcq_node *dequeue_linked(cds_wfcq_head_ptr_t head,
                                             struct cds_wfcq_tail *tail)
 {
-    for (unsigned i = 0;; i++) {
+    for (unsigned spins = 0;;) {
         struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(head, tail);
-        if (node != CDS_WFCQ_WOULDBLOCK || i == LINK_SPINS)
+        if (node != CDS_WFCQ_WOULDBLOCK || ++spins == WEFT__BACKOFF_SPINS)
             return node;
         weft__cpu_relax();
     }
 }
 
 /* The enqueuer did not link within the spin: it is most likely preempted,
- * and may be waiting for this CPU.  Give it the CPU (a system call, paid
- * only here) rather than sleep a fixed time, as liburcu would. */
+ * and may be waiting for this CPU.  Give it the CPU, as weft__backoff
+ * would (a system call, paid only here), rather than sleep a fixed time,
+ * as liburcu would. */
 static void take_link_wait(void)
 {
     sched_yield();

@@ -296,17 +296,6 @@ static void test_lazy_awaited_on_worker(void **state)
  * whose handles are still held (not awaited) must not hold 50,000 stacks.
  * Each touches 16 KiB of its stack; held stacks would show as ~800 MB of
  * resident memory (and, with mprotect guards, 50,000+ mappings). */
-#if defined(__SANITIZE_THREAD__)
-#define WT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define WT_TSAN 1
-#endif
-#endif
-#ifndef WT_TSAN
-#define WT_TSAN 0
-#endif
-
 /* 50,000 natively, a tenth under TSan and Valgrind (WT_HEAVY); 20,000
  * under ASan, where each task's 16 KiB frame is a fake frame of its own
  * (11 s for 50,000): kept, their stacks would still be twice the RSS bound
@@ -377,7 +366,7 @@ static void test_finished_tasks_release_stacks(void **state)
     if (rss1 - rss0 > 200 * 1024 || maps1 - maps0 > 5000)
         fprintf(stderr, "%d finished, unawaited tasks: RSS grew by %ld KiB, "
                 "mappings by %ld\n", NFIN, rss1 - rss0, maps1 - maps0);
-#if WT_TSAN
+#ifdef WT_TSAN
     /* TSan's own memory (a fiber per stack, its shadow) is not the
      * runtime's: only the mapping count is meaningful there. */
     (void)rss1;
