@@ -756,9 +756,12 @@ static void test_destructor_waits(void **)
 static void test_detach(void **)
 {
     {
+        /* The gates outlive the pool: a detached task may first look at
+         * its gate after this block's other locals are gone, while the
+         * pool's destructor waits for it. */
+        gate g, h;
         weft::pool p{2};
         /* Detached before it ends: the body drops its result itself. */
-        gate g;
         auto t = weft::spawn(p, [&g] {
             g.wait();
             return tracked("late");
@@ -771,7 +774,6 @@ static void test_detach(void **)
         u.wait();
         u.detach();
         /* An exception nobody gets, either way round. */
-        gate h;
         auto x = weft::spawn(p, [&h] {
             h.wait();
             throw tracked("thrown late");
