@@ -1,8 +1,8 @@
 /*
  * cancel_start.pml -- a cancel of a task that has not started yet, through
  * a borrowed pointer, against the start of that task: the request bit in
- * the handle's id, an asymmetric Dekker pair with membarrier.
- *   src/sched/task.h: WEFT__ID_CANCEL (the top comment of the protocol),
+ * the handle's run word, an asymmetric Dekker pair with membarrier.
+ *   src/sched/task.h: WEFT__H_CANCEL (the top comment of the protocol),
  *     weft__handle_cancel_requested, the state word, weft__task_settle
  *   src/sched/task.c: weft_task_cancel; with -DLAZY_START weft_task_start
  *   src/sched/await.c: try_inline (the pop of T's entry from the
@@ -49,7 +49,7 @@
  *                     HANDLE 16 | refs * 32 (C's bit values differ;
  *                     NOTIFIED and KEEP are not this model's subject:
  *                     nobody waits for or wakes T, T has no room or name)
- *   mem_id            h->id's WEFT__ID_CANCEL bit
+ *   mem_id            h->run's WEFT__H_CANCEL bit
  *   sb_full/sb_val[i] thread i's store buffer, one entry, for h->state
  *                     (i = 0 H, 1 the worker; the cancellers buffer
  *                     nothing: their only writes are RMWs)

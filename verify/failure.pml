@@ -2,7 +2,7 @@
  * failure.pml -- a failure nobody will consume: dropped once, by whichever
  * of the handle's detach and the task's end comes second on the state
  * word; never dropped when an awaiter took it; no freed record touched.
- *   src/sched/task.h: WEFT__ID_FAILED, WEFT__ID_DETACHED (the rule),
+ *   src/sched/task.h: WEFT__H_FAILED, WEFT__H_DETACHED (the rule),
  *     weft__handle_failed, the state word, weft__task_settle,
  *     weft__task_consume
  *   src/sched/task_run.c: task_entry (the result), task_finish (the
@@ -54,7 +54,7 @@
  * T is spawned with a handle (queue_spawned: SCHEDULED | HANDLE, 3
  * references: the entry, its life, the handle; + the third's), or with
  * -DNO_HANDLE by weft_spawn with out NULL (SCHEDULED, the entry and its
- * life; DETACHED set in the id before queue_new's release store).  With
+ * life; DETACHED set in the run word before queue_new's release store).  With
  * -DKEEP it has a room (weft_spawn_with, weft_spawn_copy: weft.hpp's
  * tasks), so KEEP: the run record stays as long as the handle, and the
  * frees differ (both records go at the handle's drop).
@@ -65,9 +65,10 @@
  *                     refs * 32 (C's bit values differ; NOTIFIED, LAZY
  *                     and ROOM are not this model's subject: no wake, no
  *                     lazy task, nobody reads the room)
- *   id_failed         h->id's WEFT__ID_FAILED
- *   id_detached       h->id's WEFT__ID_DETACHED
- *   waiter_done       h->waiter == WEFT__WAITER_DONE (who parks in the
+ *   id_failed         h->run's WEFT__H_FAILED
+ *   id_detached       h->run's WEFT__H_DETACHED
+ *   waiter_done       h->waiter holds the end's mark (WEFT__WAITER_ENDED;
+ *                     who parks in the
  *                     slot and how it is woken is task.pml's subject: the
  *                     awaiter here simply waits for DONE)
  *   fobj              h->result's failure: F_NONE (the body returned a

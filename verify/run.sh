@@ -200,7 +200,7 @@ one task_lazy.no_takeback twin task.pml "-DLAZY -DBROKEN_LAZY_NO_TAKEBACK" \
     "start_lazy puts the awaiter in the slot; the cancel came before and found nothing; lazy_park_action skips the re-check; the lazy task never ends"
 
 # 3b. a cancel of a task not started (the request bit, membarrier) vs its
-#     start (src/sched/task.c weft_task_cancel, task.h WEFT__ID_CANCEL,
+#     start (src/sched/task.c weft_task_cancel, task.h WEFT__H_CANCEL,
 #     await.c try_inline, task_state.c weft__task_claim_queued)
 one cancel_start    pass cancel_start.pml "" ""
 one cancel_start.no_membarrier twin cancel_start.pml "-DBROKEN_NO_MEMBARRIER" \
@@ -220,7 +220,7 @@ one cancel_start_claim.bit_before_store twin cancel_start.pml "-DCLAIM -DWEAK_RM
 
 # 3c. a failure nobody will consume, dropped once by the later of the
 #     handle's detach and the task's end (src/sched/task.h
-#     WEFT__ID_DETACHED, task_run.c finish_failed, task_state.c
+#     WEFT__H_DETACHED, task_run.c finish_failed, task_state.c
 #     weft__task_detach_handle, task.c weft_task_detach and queue_spawned,
 #     await.c await_until and try_inline)
 one failure         pass failure.pml "" ""

@@ -37,7 +37,8 @@
  *                     COMPLETE 3) | NOTIFIED 4 | STARTED 8 | refs * 16
  *   as                A->state (lifecycle | NOTIFIED; A's references are
  *                     not this model's subject)
- *   waiter            T->waiter: NONE 0, A 1, DONE 2 (WEFT__WAITER_DONE)
+ *   waiter            T->waiter: NONE 0, A 1, DONE 2 (the end's mark,
+ *                     weft__waiter_done: WEFT__WAITER_ENDED and the id)
  *   result            T->result
  *   t_freed           record_free(T) has run
  *   cancelled, wl     A->cancelled, A->wait_lock

@@ -9,7 +9,8 @@
  *       CAS waiter: NULL -> A;  on success park A (IDLE), else (DONE) A
  *       simply continues
  *   completer (T's body returned, its result stored; task_run.c):
- *       w = exchange(waiter, DONE);  if w is a task: claim it (IDLE ->
+ *       w = exchange(waiter, DONE);  (DONE: the end's mark, which carries
+ *       T's id: task.h)  if w is a task: claim it (IDLE ->
  *       RUNNING) and switch straight to it; if the claim fails (A has not
  *       parked yet, or a wake took it) wake it instead
  *
@@ -116,7 +117,7 @@ static void *await_action(void *arg, void *val)
             memory_order_acquire)) {
         if (!take_back_if_cancelled(a) && arm_if_timed(a))
             return weft__task_park(a->self);
-    } else if (none != WEFT__WAITER_DONE) {
+    } else if (!weft__waiter_ended(none)) {
         /* Someone else waits for it (weft/task.h: one waiter at a time).
          * Nothing of ours is in the slot, so no cancel or timer can
          * decide the outcome meanwhile. */
@@ -167,7 +168,7 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     if (weft__task_lifecycle(s) != WEFT__T_SCHEDULED ||
         (s & WEFT__T_STARTED))
         return false;
-    struct weft__task *t = h->run;
+    struct weft__task *t = weft__handle_run(h);
     weft_pool *home = atomic_load_explicit(&t->spawned_on,
                                            memory_order_relaxed);
     if (home != w->pool ||
@@ -182,12 +183,12 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     if (weft__runq_peek_bottom(&w->q) == t && weft__runq_pop(&w->q) == t) {
         /* Ours alone: no other entry, no waiter, no wake can exist.  A
          * weft_task_cancel through a borrowed pointer takes no reference
-         * to a task not started (task.h, WEFT__ID_CANCEL), so a plain
+         * to a task not started (task.h, WEFT__H_CANCEL), so a plain
          * store undoes nothing (an RMW here cost fib 14%). */
         atomic_store_explicit(&h->state, running - WEFT__T_REF,
                               memory_order_relaxed);
         /* The cancel's load of the state comes after a membarrier: this
-         * store, then the look below (task.h, WEFT__ID_CANCEL), in this
+         * store, then the look below (task.h, WEFT__H_CANCEL), in this
          * order for the compiler. */
         atomic_signal_fence(memory_order_seq_cst);
     } else if (!atomic_compare_exchange_strong_explicit(
@@ -217,7 +218,10 @@ try_inline(struct weft__task *self, struct weft_task *h, void **result,
     if (take)
         take(t->arg, r, take_arg);
     /* Nobody else can be waiting: we hold the handle. */
-    atomic_store_explicit(&h->waiter, WEFT__WAITER_DONE, memory_order_relaxed);
+    atomic_store_explicit(
+        &h->waiter,
+        weft__waiter_done(atomic_load_explicit(&t->co.id, memory_order_relaxed)),
+        memory_order_relaxed);
     weft__pool_leave(t->pool);
     /* COMPLETE; the task's life reference and the handle's (consumed
      * here, unless the caller keeps it: weft_await_all) go in one RMW.
@@ -395,7 +399,7 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
         return -EINVAL;
 
     uintptr_t waiter = atomic_load_explicit(&h->waiter, memory_order_acquire);
-    if (waiter != WEFT__WAITER_DONE) {
+    if (!weft__waiter_ended(waiter)) {
         /* Timeout 0 never waits, so a cancelled task gets its
          * -ETIMEDOUT too (weft/weft.h, "Timeouts"); a lazy t does not
          * start.  Another wait for it parked (a task, or a thread tagged
@@ -426,7 +430,7 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
             return -ECANCELED;
         weft__wait_parking(&w);
         if (lazy) {
-            int err = start_lazy(self, h->run, &w);
+            int err = start_lazy(self, weft__handle_run(h), &w);
             if (err) {
                 weft__wait_leave(&w);
                 return err;
@@ -436,15 +440,15 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
             weft__task_suspend(await_action, &a);
         }
         /* Resumed for another reason than the task's end?  Wait on. */
-        while (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
-                   WEFT__WAITER_DONE &&
+        while (!weft__waiter_ended(atomic_load_explicit(
+                   &h->waiter, memory_order_acquire)) &&
                atomic_load_explicit(&w.outcome, memory_order_acquire) ==
                    WEFT__W_PENDING)
             weft__task_block(weft__task_current());
         weft__wait_disarm(&w); /* the timer's end_await is over */
         weft__wait_leave(&w);  /* a cancel's end_await is over */
-        if (atomic_load_explicit(&h->waiter, memory_order_acquire) !=
-            WEFT__WAITER_DONE) {
+        if (!weft__waiter_ended(
+                atomic_load_explicit(&h->waiter, memory_order_acquire))) {
             /* not consumed: await it again later */
             uint32_t o = atomic_load_explicit(&w.outcome, memory_order_acquire);
             return o == WEFT__W_BUSY ? -EBUSY : weft__wait_error(&w, o);
@@ -455,7 +459,7 @@ await_until(weft_task *h, void **result, uint64_t deadline, bool nowait,
          * held (KEEP), and the room in it; the acquire that saw DONE
          * ordered the body's writes to it before this. */
         if (take)
-            take(h->run->arg, h->result, take_arg);
+            take(weft__handle_run(h)->arg, h->result, take_arg);
         /* The acquire that saw DONE saw the body's mark too. */
         if (failed)
             *failed = weft__handle_failed(h);
@@ -503,7 +507,7 @@ WEFT_EXPORT int weft_task_take(weft_task *t, weft_take_fn take, void *arg)
     err = weft__sync_wait_keep(t);
     if (err)
         return err;
-    take(t->run->arg, t->result, arg);
+    take(weft__handle_run(t)->arg, t->result, arg);
     weft__task_drop_handle(t);
     return 0;
 }
@@ -570,14 +574,19 @@ static int await_all_until(weft_task **ts, size_t n, void **results,
      * mark already there is a repeat.  Relaxed stores: once DONE, the
      * slot is only its holder's, ours. */
     for (size_t i = 0; i < n; i++) {
-        if (atomic_load_explicit(&ts[i]->waiter, memory_order_relaxed) ==
-            WEFT__WAITER_SEEN) {
+        uintptr_t mark = atomic_load_explicit(&ts[i]->waiter,
+                                              memory_order_relaxed);
+        if (mark & WEFT__WAITER_SEEN) {
             for (size_t j = 0; j < i; j++)
-                atomic_store_explicit(&ts[j]->waiter, WEFT__WAITER_DONE,
-                                      memory_order_relaxed);
+                atomic_store_explicit(
+                    &ts[j]->waiter,
+                    atomic_load_explicit(&ts[j]->waiter,
+                                         memory_order_relaxed) &
+                        ~WEFT__WAITER_SEEN,
+                    memory_order_relaxed);
             return -EINVAL;
         }
-        atomic_store_explicit(&ts[i]->waiter, WEFT__WAITER_SEEN,
+        atomic_store_explicit(&ts[i]->waiter, mark | WEFT__WAITER_SEEN,
                               memory_order_relaxed);
     }
     for (size_t i = 0; i < n; i++) {

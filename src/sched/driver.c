@@ -81,7 +81,7 @@ static int sync_wait(weft_task *h, void **result, bool keep)
      * record (it has not run). */
     bool lazy = atomic_load_explicit(&h->state, memory_order_relaxed) &
                 WEFT__T_LAZY;
-    struct weft__task *t = h->run;
+    struct weft__task *t = weft__handle_run(h);
     struct weft__thread *th = weft__tls_fresh();
     struct weft__sched_thread *st = weft__sched_fresh();
     if (st->worker || !(th->current->flags & WEFT__CORO_ROOT) || st->driver)
@@ -135,7 +135,7 @@ static int sync_wait(weft_task *h, void **result, bool keep)
         if (!atomic_compare_exchange_strong_explicit(
                 &h->waiter, &none, (uintptr_t)&d | WEFT__WAITER_THREAD,
                 memory_order_acq_rel, memory_order_acquire)) {
-            if (none != WEFT__WAITER_DONE) {
+            if (!weft__waiter_ended(none)) {
                 /* Another waiter holds the slot (weft/task.h: one at a
                  * time); d was never published. */
                 st->driver = NULL;

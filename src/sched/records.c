@@ -9,7 +9,7 @@
  * malloc costs several times the rest of a spawn, so neither is
  * malloc'ed one by one.
  *
- * A chunk is an aligned 64 KiB block (272 run records, or 1,637 handles;
+ * A chunk is an aligned 64 KiB block (272 run records, or 2,046 handles;
  * its own mapping, or cut from a slab, below), so the chunk of an object
  * is its address rounded down, and every chunk is on its kind's list, so
  * that the records of a live program can be walked: leak checkers see

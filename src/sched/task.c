@@ -102,7 +102,7 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
     /* Atomic, for the racy readers (task.h); release, for a claimer whose
      * first touch of the record is this field (task_state.c, move). */
     __atomic_store_n(&t->done, h, __ATOMIC_RELEASE);
-    h->run = t;
+    atomic_store_explicit(&h->run, (uintptr_t)t, memory_order_relaxed);
     /* Atomic stores, not atomic_init: await's look at the bottom of its
      * deque (await.c, is_complete) may read the state of a handle that a
      * thief has just ended and freed and that is being made again here;
@@ -127,9 +127,9 @@ static struct weft__task *task_new(weft_fn fn, void *arg, size_t stack_size,
     t->cur_wait = NULL;
     t->started = false;
     /* ran_on: set when it runs; trace_flow: taken by each run. */
-    uint64_t id = weft__id_new();
-    atomic_store_explicit(&h->id, id, memory_order_relaxed);
-    atomic_store_explicit(&t->co.id, id, memory_order_relaxed);
+    /* Release: weft__handle_id reads it through a handle whose task may
+     * have ended, its record been made again here meanwhile. */
+    atomic_store_explicit(&t->co.id, weft__id_new(), memory_order_release);
     if (weft__trace_on())
         trace_made(t);
     return t;
@@ -237,11 +237,8 @@ static void queue_spawned(struct weft__task *t, weft_pool *pool,
     uint64_t s = atomic_load_explicit(&t->done->state, memory_order_relaxed);
     if (out)
         *out = t->done;
-    else /* nobody will consume its result (task.h, WEFT__ID_DETACHED) */
-        atomic_store_explicit(&t->done->id,
-                              atomic_load_explicit(&t->done->id,
-                                                   memory_order_relaxed) |
-                                  WEFT__ID_DETACHED,
+    else /* nobody will consume its result (task.h, WEFT__H_DETACHED) */
+        atomic_store_explicit(&t->done->run, (uintptr_t)t | WEFT__H_DETACHED,
                               memory_order_relaxed);
     queue_new(t, pool, s | WEFT__T_SCHEDULED | refs);
 }
@@ -401,7 +398,7 @@ WEFT_EXPORT void *weft_task_room(const weft_task *h)
                                memory_order_relaxed) &
           WEFT__T_ROOM))
         return NULL;
-    return h->run->arg;
+    return weft__handle_run(h)->arg;
 }
 
 WEFT_EXPORT int weft_task_start(weft_task *h, weft_pool *pool)
@@ -422,7 +419,7 @@ WEFT_EXPORT int weft_task_start(weft_task *h, weft_pool *pool)
      * queue_new's store: a weft_task_cancel through a borrowed pointer
      * may be adding or dropping its reference meanwhile.  Release: as
      * queue_new's. */
-    struct weft__task *t = h->run;
+    struct weft__task *t = weft__handle_run(h);
     t->pool = pool;
     atomic_store_explicit(&t->spawned_on, pool, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->state,
@@ -440,12 +437,12 @@ WEFT_EXPORT int weft_task_detach(weft_task *h)
     if (atomic_load_explicit(&h->state, memory_order_relaxed) &
         WEFT__T_LAZY) {
         /* Lazy and never started: nobody else knows it. */
-        task_unmake(h->run);
+        task_unmake(weft__handle_run(h));
         return 0;
     }
     /* Before the handle's drop, whose release carries it to the task's
-     * end (task.h, WEFT__ID_DETACHED). */
-    atomic_fetch_or_explicit(&h->id, WEFT__ID_DETACHED, memory_order_relaxed);
+     * end (task.h, WEFT__H_DETACHED). */
+    atomic_fetch_or_explicit(&h->run, WEFT__H_DETACHED, memory_order_relaxed);
     weft__task_detach_handle(h);
     return 0;
 }
@@ -456,9 +453,9 @@ WEFT_EXPORT int weft_task_fail(void)
     if (!self)
         return -EPERM;
     /* The body running now: an inline one, if any.  Relaxed: its end
-     * publishes it (task.h, WEFT__ID_FAILED). */
-    atomic_fetch_or_explicit(&weft__task_body(self)->done->id,
-                             WEFT__ID_FAILED, memory_order_relaxed);
+     * publishes it (task.h, WEFT__H_FAILED). */
+    atomic_fetch_or_explicit(&weft__task_body(self)->done->run,
+                             WEFT__H_FAILED, memory_order_relaxed);
     return 0;
 }
 
@@ -470,7 +467,7 @@ WEFT_EXPORT int weft_task_cancel(weft_task *h)
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE)
         return 0;
     /* Not started yet, queued (SCHEDULED) or lazy (IDLE): a request that
-     * its start passes on, and no reference (WEFT__ID_CANCEL, task.h).
+     * its start passes on, and no reference (WEFT__H_CANCEL, task.h).
      * A lazy one too: its holder may start it onto its own deque and run
      * it inline with try_inline's plain store while a reference taken or
      * dropped here is in flight, which that store would undo
@@ -478,7 +475,7 @@ WEFT_EXPORT int weft_task_cancel(weft_task *h)
      * membarrier, a reference as below, which an inline start may undo
      * if it comes within its few instructions' window. */
     if (weft__membarrier_ok()) {
-        atomic_fetch_or_explicit(&h->id, WEFT__ID_CANCEL, memory_order_relaxed);
+        atomic_fetch_or_explicit(&h->run, WEFT__H_CANCEL, memory_order_relaxed);
         if (weft__membarrier()) {
             s = atomic_load_explicit(&h->state, memory_order_acquire);
             if (weft__task_lifecycle(s) != WEFT__T_COMPLETE &&
@@ -496,7 +493,7 @@ WEFT_EXPORT int weft_task_cancel(weft_task *h)
     } while (!atomic_compare_exchange_weak_explicit(
         &h->state, &s, s + WEFT__T_REF, memory_order_acquire,
         memory_order_acquire));
-    struct weft__task *t = h->run;
+    struct weft__task *t = weft__handle_run(h);
     /* seq_cst, an exchange (base/storeload.h): against an await entering
      * t's waiter slot (await.c); other blocking points read the flag
      * under wait_lock (wait.c). */
@@ -527,7 +524,50 @@ WEFT_EXPORT const char *weft_task_name(const weft_task *h)
     /* A task that was never named is "task", and may have given its run
      * record back; a named one (KEEP) keeps it, and its name there. */
     uint64_t s = atomic_load_explicit(&h->state, memory_order_relaxed);
-    return s & WEFT__T_KEEP ? h->run->co.name : "task";
+    return s & WEFT__T_KEEP ? weft__handle_run(h)->co.name : "task";
+}
+
+/*
+ * Once the body has returned, the waiter slot's mark has the id; before,
+ * the run record has it (co.id).  The task may end meanwhile and its run
+ * record go back to its cache, be made another task's (and a trim may
+ * unmap its chunk): the end puts the mark in the slot before its record
+ * can go back (task_run.c), so an id read while the slot, looked at
+ * after it, has no mark yet is this task's.  Acquire on the id: it pairs
+ * with task_new's release, so that an id written by a record made again
+ * after the mark would show us the mark.  The chunk stays mapped while
+ * the caller holds the records' walk.
+ */
+static uint64_t handle_id_walking(const struct weft_task *h)
+{
+    for (;;) {
+        uintptr_t w = atomic_load_explicit(&((struct weft_task *)h)->waiter,
+                                           memory_order_acquire);
+        if (weft__waiter_ended(w))
+            return w >> 2;
+        uint64_t id = atomic_load_explicit(&weft__handle_run(h)->co.id,
+                                           memory_order_acquire);
+        if (!weft__waiter_ended(atomic_load_explicit(
+                &((struct weft_task *)h)->waiter, memory_order_relaxed)))
+            return id;
+    }
+}
+
+uint64_t weft__handle_id(const struct weft_task *h)
+{
+    uintptr_t w = atomic_load_explicit(&((struct weft_task *)h)->waiter,
+                                       memory_order_acquire);
+    if (weft__waiter_ended(w))
+        return w >> 2;
+    weft__records_walk_begin();
+    uint64_t id = handle_id_walking(h);
+    weft__records_walk_end();
+    return id;
+}
+
+uint64_t weft__handle_id_walking(const struct weft_task *h)
+{
+    return handle_id_walking(h);
 }
 
 WEFT_EXPORT uint64_t weft_task_id(const weft_task *h)

@@ -73,13 +73,31 @@ enum {
 };
 #define WEFT__T_REF ((uint64_t)1 << 8)
 
-/* The waiter slot: NULL, the COMPLETE mark, an awaiting task, or a thread
- * waiting in weft_sync_wait (its driver, tagged with bit 0). */
-#define WEFT__WAITER_DONE ((uintptr_t)2)
-/* An ended task's slot, marked by weft_await_all's check for a handle
- * given twice (await.c). */
-#define WEFT__WAITER_SEEN ((uintptr_t)3)
+/*
+ * The waiter slot: NULL, an awaiting task (its run record, 64-byte
+ * aligned), a thread waiting in weft_sync_wait (its driver, tagged with
+ * bit 0), or, once the body has returned, the end's mark: the task's id
+ * shifted past two tag bits, with ENDED (bit 1) set, and bit 0 set too
+ * once weft_await_all's check for a handle given twice has seen it
+ * (await.c).  The mark carries the id because the run record, which
+ * holds it while the task can run, may go back to its cache at the end
+ * while the handle stays (weft__handle_id).  Ids never reach bit 61.
+ */
 #define WEFT__WAITER_THREAD ((uintptr_t)1)
+#define WEFT__WAITER_ENDED ((uintptr_t)2)
+#define WEFT__WAITER_SEEN ((uintptr_t)1) /* with ENDED */
+
+/* The end's mark for a task with this id. */
+static inline uintptr_t weft__waiter_done(uint64_t id)
+{
+    return (uintptr_t)(id << 2) | WEFT__WAITER_ENDED;
+}
+
+/* Whether the slot holds the end's mark (seen or not). */
+static inline bool weft__waiter_ended(uintptr_t w)
+{
+    return (w & WEFT__WAITER_ENDED) != 0;
+}
 
 struct weft__driver;
 struct weft__wait;
@@ -89,7 +107,8 @@ struct weft__worker;
  * A task is two records (docs/design.md, "The task state machine"):
  *
  *   - its handle, struct weft_task (the public weft_task): the state word,
- *     the waiter slot, the result and the id, 40 bytes, from a cache of
+ *     the waiter slot (the id, after the end), the result and the run
+ *     record's address (with three flags), 32 bytes, from a cache of
  *     its own (records.c).  It lives while anyone holds a reference: the
  *     handle, the task's life, a queue entry.
  *   - its run record, struct weft__task (below): the context, the links,
@@ -107,17 +126,20 @@ struct weft__worker;
  * task) and reaches the state through `done`.
  */
 struct weft_task {
-    /* result and id first: a free handle's cache node covers them
+    /* result and waiter first: a free handle's cache node covers them
      * (records.c), not the state word, which await's look at a deque's
      * bottom may read in a handle just freed (await.c, is_complete). */
     void *result;
-    /* = run->co.id, for after the run; its top bit is a weft_task_cancel's
-     * request to a task that has not started (WEFT__ID_CANCEL). */
-    _Atomic uint64_t id;
+    _Atomic uintptr_t waiter;     /* see WEFT__WAITER_*, and the id after
+                                     the end                            */
     _Atomic uint64_t state;       /* lifecycle | flags | refs             */
-    _Atomic uintptr_t waiter;     /* see WEFT__WAITER_*                   */
-    struct weft__task *run;       /* its run record (see above)           */
+    /* Its run record (see above), fixed for the handle's life, with the
+     * flags below in its low bits (a run record is 64-byte aligned). */
+    _Atomic uintptr_t run;
 };
+/* 32 bytes: a task that has ended and is not awaited yet, in a program
+ * that keeps a million handles, costs that and no more. */
+_Static_assert(sizeof(struct weft_task) == 32, "a handle is 32 bytes");
 
 /*
  * A cancel of a task that has not started yet (SCHEDULED or lazy IDLE,
@@ -125,25 +147,25 @@ struct weft_task {
  * try_inline) makes it RUNNING with a plain store, which would undo an
  * RMW made between its load and that store (a lazy task, too, once its
  * holder has queued it with weft_task_start).  The cancel sets this bit
- * in the handle's id, and whoever starts the task (try_inline,
+ * in the handle's run word, and whoever starts the task (try_inline,
  * weft__task_claim_queued, weft__task_start_here) passes it on to the run
  * record's `cancelled` before the body runs.  An asymmetric
  * Dekker pair (base/membarrier.h): the starter stores STARTED and then
- * loads the id, in that order for the compiler; the canceller sets the
- * bit, runs weft__membarrier, and then loads the state.  So either the
+ * loads the run word, in that order for the compiler; the canceller sets
+ * the bit, runs weft__membarrier, and then loads the state.  So either the
  * canceller sees STARTED and takes a reference by CAS, which comes after
  * the starter's store in the state word's order (nothing is undone), or
- * the starter sees the bit.  Ids are counters that never reach it.
+ * the starter sees the bit.
  */
-#define WEFT__ID_CANCEL ((uint64_t)1 << 63)
+#define WEFT__H_CANCEL ((uintptr_t)1)
 
 /*
  * weft_task_fail's mark: the body's result is a struct weft_failure *.
- * Set by the task itself (a relaxed RMW: the id word is shared with a
+ * Set by the task itself (a relaxed RMW: the run word is shared with a
  * cancel's request) before its fn returns, so whoever sees its end (the
- * waiter slot's DONE, COMPLETE) sees the mark.
+ * waiter slot's mark, COMPLETE) sees the mark.
  */
-#define WEFT__ID_FAILED ((uint64_t)1 << 62)
+#define WEFT__H_FAILED ((uintptr_t)2)
 
 /*
  * Nobody will consume the result: the handle was given up
@@ -155,33 +177,41 @@ struct weft_task {
  * finds COMPLETE before its own RMW.  Set before the handle's drop, whose
  * release RMW on the state carries it to the end's acq_rel RMW.
  */
-#define WEFT__ID_DETACHED ((uint64_t)1 << 61)
-#define WEFT__ID_FLAGS (WEFT__ID_CANCEL | WEFT__ID_FAILED | WEFT__ID_DETACHED)
+#define WEFT__H_DETACHED ((uintptr_t)4)
+#define WEFT__H_FLAGS (WEFT__H_CANCEL | WEFT__H_FAILED | WEFT__H_DETACHED)
 
-/* The handle's id, without the flags above. */
-static inline uint64_t weft__handle_id(const struct weft_task *h)
+/* The handle's run record.  Who holds a reference may follow it only
+ * while the state word says the task has one (see above). */
+static inline struct weft__task *weft__handle_run(const struct weft_task *h)
 {
-    return atomic_load_explicit(&((struct weft_task *)h)->id,
-                                memory_order_relaxed) &
-           ~WEFT__ID_FLAGS;
+    return (struct weft__task *)(atomic_load_explicit(
+                                     &((struct weft_task *)h)->run,
+                                     memory_order_relaxed) &
+                                 ~WEFT__H_FLAGS);
 }
+
+/* The handle's id: the end's mark has it, else the run record (task.c).
+ * The _walking one for a caller that holds the records' walk
+ * (weft__records_walk_begin, below). */
+uint64_t weft__handle_id(const struct weft_task *h);
+uint64_t weft__handle_id_walking(const struct weft_task *h);
 
 /* Whether the task's body called weft_task_fail (seen by whoever has seen
  * its end, or by the task itself). */
 static inline bool weft__handle_failed(const struct weft_task *h)
 {
-    return atomic_load_explicit(&((struct weft_task *)h)->id,
+    return atomic_load_explicit(&((struct weft_task *)h)->run,
                                 memory_order_relaxed) &
-           WEFT__ID_FAILED;
+           WEFT__H_FAILED;
 }
 
-/* A failure nobody will consume: its drop, once (see WEFT__ID_DETACHED). */
+/* A failure nobody will consume: its drop, once (see WEFT__H_DETACHED). */
 void weft__failure_drop(struct weft_task *h);
 
 /* A starter's look for the request above, once its store of STARTED is
  * made (its caller orders the two for the compiler). */
 #define weft__handle_cancel_requested(h)                                    \
-    (atomic_load_explicit(&(h)->id, memory_order_relaxed) & WEFT__ID_CANCEL)
+    (atomic_load_explicit(&(h)->run, memory_order_relaxed) & WEFT__H_CANCEL)
 
 struct weft__task {
     struct weft_coro co;          /* context and chain record; HOSTED     */
@@ -340,7 +370,7 @@ void weft__task_drop_handle(struct weft_task *h);
 
 /* weft_task_detach's drop of the handle of a started task: as
  * weft__task_drop_handle, and a failure left to it dropped
- * (WEFT__ID_DETACHED). */
+ * (WEFT__H_DETACHED). */
 void weft__task_detach_handle(struct weft_task *h);
 
 /* Take the result and drop the handle's reference: the end of an await
@@ -367,10 +397,10 @@ static inline void weft__task_start_here(struct weft_task *h)
                                   WEFT__T_LAZY,
                               memory_order_relaxed);
     /* A starter: STARTED stored, then the cancel's request looked at, in
-     * this order for the compiler (WEFT__ID_CANCEL above). */
+     * this order for the compiler (WEFT__H_CANCEL above). */
     atomic_signal_fence(memory_order_seq_cst);
     if (weft__handle_cancel_requested(h))
-        atomic_store_explicit(&h->run->cancelled, 1, memory_order_relaxed);
+        atomic_store_explicit(&weft__handle_run(h)->cancelled, 1, memory_order_relaxed);
 }
 
 /* ----------------------------------------------------- running (task_run.c) */

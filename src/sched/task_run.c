@@ -189,7 +189,7 @@ static bool at_home(const struct weft__sched_thread *st,
  * life reference still held, so that the handle stays while it looks
  * whether anyone will consume the failure.  HANDLE clear at that RMW and
  * DETACHED: nobody will (the detacher came first, and left the drop to
- * us: task.h, WEFT__ID_DETACHED); HANDLE clear without DETACHED: an
+ * us: task.h, WEFT__H_DETACHED); HANDLE clear without DETACHED: an
  * awaiter has taken it; HANDLE set: its holder will take it or, detaching
  * later, drop it.  acq_rel: as below.
  */
@@ -199,8 +199,8 @@ static __attribute__((noinline)) void finish_failed(struct weft__task *t)
     uint64_t n = weft__task_set(t, WEFT__T_COMPLETE, WEFT__T_NOTIFIED, 0,
                                 memory_order_acq_rel);
     if (!(n & WEFT__T_HANDLE) &&
-        (atomic_load_explicit(&h->id, memory_order_relaxed) &
-         WEFT__ID_DETACHED))
+        (atomic_load_explicit(&h->run, memory_order_relaxed) &
+         WEFT__H_DETACHED))
         weft__failure_drop(h);
     weft__task_unref(t, 1);
 }
@@ -246,10 +246,15 @@ static _Noreturn void task_finish(struct weft__task *t)
                         0);
     }
 
-    /* Release: the result is visible to whoever sees DONE.  Acquire: the
-     * awaiter's registration (its saved context) is visible to us. */
-    uintptr_t w = atomic_exchange_explicit(&t->done->waiter, WEFT__WAITER_DONE,
-                                           memory_order_acq_rel);
+    /* Release: the result is visible to whoever sees the end's mark.
+     * Acquire: the awaiter's registration (its saved context) is visible
+     * to us.  The mark carries our id, for after the run record has gone
+     * back (task.h): it goes in before the record can (our end's RMW, in
+     * finish_action, comes after). */
+    uintptr_t w = atomic_exchange_explicit(
+        &t->done->waiter,
+        weft__waiter_done(atomic_load_explicit(&t->co.id, memory_order_relaxed)),
+        memory_order_acq_rel);
     if (w & WEFT__WAITER_THREAD) {
         weft__driver_finish((struct weft__driver *)(w & ~WEFT__WAITER_THREAD));
     } else if (w) {

@@ -83,7 +83,7 @@ bool weft__task_claim_queued(struct weft__task *t)
     uint64_t seen;
     if (move(t, WEFT__T_SCHEDULED, WEFT__T_RUNNING, WEFT__T_STARTED, -1,
              &seen)) {
-        /* Its first start: a cancel's request (task.h, WEFT__ID_CANCEL).
+        /* Its first start: a cancel's request (task.h, WEFT__H_CANCEL).
          * After the CAS that stored STARTED (an acquire: the load is not
          * made before it). */
         if (!(seen & WEFT__T_STARTED) &&
@@ -154,7 +154,7 @@ void weft__task_drop_handle(struct weft_task *h)
     uint64_t s = atomic_load_explicit(&h->state, memory_order_acquire);
     if (weft__task_lifecycle(s) == WEFT__T_COMPLETE &&
         weft__task_refs(s) == 1) {
-        free_task(h->run, h, !(s & WEFT__T_KEEP));
+        free_task(weft__handle_run(h), h, !(s & WEFT__T_KEEP));
         return;
     }
     /* HANDLE is set while the handle is held: subtracting it clears it. */
@@ -163,7 +163,7 @@ void weft__task_drop_handle(struct weft_task *h)
     if (weft__task_refs(old) == 1)
         /* The run side's last drop left only ours: it gave the run
          * record back then, unless KEEP. */
-        free_task(h->run, h, !(old & WEFT__T_KEEP));
+        free_task(weft__handle_run(h), h, !(old & WEFT__T_KEEP));
 }
 
 void weft__failure_drop(struct weft_task *h)

@@ -43,11 +43,13 @@
 #include <stdio.h>
 
 /* Await: the task awaited, by its handle, which the awaiter holds (so it
- * lives) while the wait is listed. */
+ * lives) while the wait is listed.  A describe runs in the dump's walk
+ * (dump.c), which holds the records' walk. */
 static void describe_await(const struct weft__wait *w, char *buf, size_t n)
 {
     const struct weft_task *h = w->obj;
-    snprintf(buf, n, "task %llu", (unsigned long long)weft__handle_id(h));
+    snprintf(buf, n, "task %llu",
+             (unsigned long long)weft__handle_id_walking(h));
 }
 
 const struct weft__wait_kind weft__wait_sleep = {WEFT__WR_SLEEP, "sleep", 0,

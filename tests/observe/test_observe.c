@@ -148,6 +148,86 @@ static int by_value(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/*
+ * A handle's id stays the task's through its end: before it, the id is
+ * in the run record; after, in the handle alone (the run record goes back
+ * to its cache at the end while the handle is kept, and is made another
+ * task's: sched/task.h).  A thread reads the ids while the tasks end, and
+ * again once the next round's tasks have taken their records.
+ */
+#define KEPT_TASKS 300
+#define KEPT_ROUNDS 20
+
+struct kept {
+    _Atomic uint64_t own[KEPT_TASKS];
+    weft_task *t[KEPT_TASKS];
+    atomic_int go;
+};
+
+static void *kept_leaf(void *arg)
+{
+    _Atomic uint64_t *own = arg;
+    atomic_store(own, weft_task_id(weft_task_current()));
+    /* Yield a few times: the reader sees some of us running. */
+    for (int i = 0; i < 3; i++)
+        weft_yield();
+    return NULL;
+}
+
+static void *kept_reader(void *arg)
+{
+    struct kept *k = arg;
+    while (!atomic_load(&k->go))
+        sched_yield();
+    for (int pass = 0; pass < 20; pass++)
+        for (int i = 0; i < KEPT_TASKS; i++) {
+            uint64_t id = weft_task_id(k->t[i]);
+            uint64_t own = atomic_load(&k->own[i]);
+            /* Before the body's store own is 0; the id is never 0. */
+            CHECK(id != 0);
+            CHECK(own == 0 || own == id);
+        }
+    return NULL;
+}
+
+static void test_id_kept_after_end(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    static struct kept k[2];
+    memset(k, 0, sizeof k);
+    for (int round = 0; round < KEPT_ROUNDS; round++) {
+        struct kept *now = &k[round % 2], *before = &k[(round + 1) % 2];
+        atomic_store(&now->go, 0);
+        for (int i = 0; i < KEPT_TASKS; i++) {
+            atomic_store(&now->own[i], 0);
+            assert_int_equal(
+                weft_spawn(&now->t[i], p, kept_leaf, &now->own[i], NULL), 0);
+        }
+        pthread_t r = wt_thread(kept_reader, now);
+        atomic_store(&now->go, 1);
+        /* Ended, handles kept: the run records went back, and this
+         * round's tasks took them.  Their ids are still their own. */
+        if (round > 0) {
+            for (int i = 0; i < KEPT_TASKS; i++) {
+                assert_int_equal(weft_task_id(before->t[i]),
+                                 atomic_load(&before->own[i]));
+                assert_int_equal(weft_sync_wait(before->t[i], NULL), 0);
+            }
+        }
+        for (int i = 0; i < KEPT_TASKS; i++)
+            assert_int_equal(weft_task_join(now->t[i]), 0);
+        wt_join(r);
+        for (int i = 0; i < KEPT_TASKS; i++)
+            assert_int_equal(weft_task_id(now->t[i]),
+                             atomic_load(&now->own[i]));
+    }
+    struct kept *last = &k[(KEPT_ROUNDS - 1) % 2];
+    for (int i = 0; i < KEPT_TASKS; i++)
+        assert_int_equal(weft_sync_wait(last->t[i], NULL), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
 static void *coro_body(void *arg) { return arg; }
 
 static void *make_coros(void *arg)
@@ -1550,6 +1630,7 @@ int main(void)
     wt_main_init();
     const struct CMUnitTest tests[] = {
         WT_TEST(test_ids_unique),
+        WT_TEST(test_id_kept_after_end),
         WT_TEST1(test_set_name),
         WT_TEST1(test_parked_by_reason),
         WT_TEST(test_counters),

@@ -285,7 +285,7 @@ static void *noop(void *arg)
 
 /* In a task: a child spawned and cancelled before the await runs it
  * inline (on one worker nobody else starts it): its start takes the
- * cancel's request (sched/task.h, WEFT__ID_CANCEL). */
+ * cancel's request (sched/task.h, WEFT__H_CANCEL). */
 static void *cancel_then_await(void *arg)
 {
     weft_pool *p = arg;

@@ -16,7 +16,7 @@
  *   task-spawn   a task's weft_task_join runs a spawned child in place,
  *                claimed from its own deque with a plain store (await.c,
  *                try_inline), which the cancel of a task not started
- *                must not touch (sched/task.h, WEFT__ID_CANCEL);
+ *                must not touch (sched/task.h, WEFT__H_CANCEL);
  *   task-start   a task's weft_task_start queues a lazy child on its own
  *                deque, and its weft_task_join runs it in place as above:
  *                a cancel that found it lazy (IDLE) must not take a

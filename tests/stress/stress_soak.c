@@ -39,7 +39,7 @@ static weft_pool *pool;
 /* The bursts' tasks are named: a named task keeps its run record until
  * its handle is consumed (sched/task.h), so a burst holds BURST records
  * at once, well above the idle bound, whatever ran meanwhile (an unnamed
- * one that ended holds its 40-byte handle only). */
+ * one that ended holds its 32-byte handle only). */
 static const weft_task_opts burst_opts = {.name = "burst"};
 
 typedef struct node {

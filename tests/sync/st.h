@@ -24,7 +24,7 @@
 static inline bool st_parked(weft_task *h)
 {
     /* Not ended (the caller holds the handle): it has its run record. */
-    struct weft__task *t = h->run;
+    struct weft__task *t = weft__handle_run(h);
     weft__spin_lock(&t->wait_lock);
     bool waiting = t->cur_wait != NULL;
     weft__spin_unlock(&t->wait_lock);

@@ -141,12 +141,18 @@ class Task(object):
             return 'mutex 0x%x, held by %s' % (obj, who)
         if reason == _constant('WEFT__WR_AWAIT', 11):
             # The awaited task's handle (struct weft_task), which the
-            # awaiter holds: its id is there, run record or not (less
-            # the top three bits, WEFT__ID_FLAGS: sched/task.h).
+            # awaiter holds: once the task has ended, the waiter slot's
+            # mark has its id (above two tag bits, the ENDED one set);
+            # before, its run record, whose address is the handle's run
+            # word less three flag bits (sched/task.h).
             try:
-                return 'task %d' % (int(w['obj'].cast(
-                    gdb.lookup_type('struct weft_task').pointer())['id']) &
-                    ((1 << 61) - 1))
+                h = w['obj'].cast(gdb.lookup_type('struct weft_task').pointer())
+                slot = int(h['waiter'])
+                if slot & 2:
+                    return 'task %d' % (slot >> 2)
+                run = gdb.Value(int(h['run']) & ~7).cast(
+                    gdb.lookup_type('struct weft__task').pointer())
+                return 'task %d' % int(run['co']['id'])
             except (gdb.error, gdb.MemoryError):
                 return 'task at 0x%x' % obj
         if reason in (_constant('WEFT__WR_FD_READ', 9),
