@@ -538,7 +538,7 @@ WEFT_EXPORT const char *weft_task_name(const weft_task *h)
  * after the mark would show us the mark.  The chunk stays mapped while
  * the caller holds the records' walk.
  */
-static uint64_t handle_id_walking(const struct weft_task *h)
+uint64_t weft__handle_id_walking(const struct weft_task *h)
 {
     for (;;) {
         uintptr_t w = atomic_load_explicit(&((struct weft_task *)h)->waiter,
@@ -560,14 +560,9 @@ uint64_t weft__handle_id(const struct weft_task *h)
     if (weft__waiter_ended(w))
         return w >> 2;
     weft__records_walk_begin();
-    uint64_t id = handle_id_walking(h);
+    uint64_t id = weft__handle_id_walking(h);
     weft__records_walk_end();
     return id;
-}
-
-uint64_t weft__handle_id_walking(const struct weft_task *h)
-{
-    return handle_id_walking(h);
 }
 
 WEFT_EXPORT uint64_t weft_task_id(const weft_task *h)
