@@ -26,13 +26,29 @@
 
 enum { ROUNDS = 400, BURST = 20000 };
 #define CACHE_BYTES ((size_t)1 << 20)
-/* Record and handle chunks an idle pool may keep (see main's idle trim):
- * half the bound of records, up to a whole chunk more, and as many
- * handles (two chunks); less than a trim's minimum more; a chunk of each
- * kind for each of three threads' own caches. */
+/*
+ * Record and handle chunks an idle pool may keep, by the trim's own rules
+ * (sched/records.c, weft__records_trim; main's idle trim below): the
+ * chunks that hold half the bound's worth of records, and as many
+ * handles, each kind in whole chunks; then either no trim at all (fewer
+ * than WEFT__RECORDS_TRIM_MIN of chunks beyond those) or, per kind, the
+ * free chunks beyond its keep when they are under half that, and the
+ * chunks that are not free: a chunk of each kind for each of three
+ * threads' own caches.  In chunks.
+ */
+#define CHUNK WEFT__RECORD_CHUNK_BYTES
+#define KEEP (CACHE_BYTES / 2 / sizeof(struct weft__task))
+#define HANDLES_PER_CHUNK                                                   \
+    ((CHUNK - WEFT__RECORDS_AT) / sizeof(struct weft_task))
+#define CEIL_DIV(a, b) (((a) + (b)-1) / (b))
+#define UNDER(x) ((x)-1) /* chunk counts below a bound of x chunks */
+#define SKIPPED UNDER(WEFT__RECORDS_TRIM_MIN / CHUNK)
+#define TRIMMED (2 * UNDER(WEFT__RECORDS_TRIM_MIN / 2 / CHUNK) + 2 * 3)
 #define IDLE_BOUND                                                          \
-    (CACHE_BYTES / 2 + WEFT__RECORDS_TRIM_MIN + 2 * 64 * 1024 +             \
-     2 * 3 * 64 * 1024)
+    ((CEIL_DIV(KEEP, WEFT__RECORDS_PER_CHUNK) +                             \
+      CEIL_DIV(KEEP, HANDLES_PER_CHUNK) +                                   \
+      (SKIPPED > TRIMMED ? SKIPPED : TRIMMED)) *                            \
+     CHUNK)
 
 static weft_pool *pool;
 
@@ -278,11 +294,8 @@ int main(void)
     /* The bursts made at least BURST records at once. */
     REQUIRE(peak >= BURST * sizeof(struct weft__task));
     /* Idle: within 5 s (the trim comes after 0.1 s idle), what is left is
-     * within the bound: half of it for records, in whole 64 KiB chunks;
-     * less than WEFT__RECORDS_TRIM_MIN more, which a trim does not think
-     * worth its TLB flush (records.c); and one chunk more for each of the
-     * three threads (two workers and this one) whose own cache of free
-     * records may keep one alive. */
+     * within IDLE_BOUND (the threads whose own caches may keep a chunk of
+     * each kind: the two workers and this one). */
     st_phase = "idle trim";
     check_one_trim_owner();
     size_t bound = IDLE_BOUND;
