@@ -35,7 +35,12 @@
  *               the shortest way to store them and move sp at once.
  *   stmxcsr, fnstcw   the FP control state, stored in the red zone (which
  *               the ABI keeps from signal handlers) so that no instruction
- *               is spent on making room.  Nothing writes below a suspended
+ *               is spent on making room.  The costliest part of a switch
+ *               on Zen 5: 2.1 ns of 5.4 for stmxcsr, microcoded, read back
+ *               or not (Boost.Context's switch runs the same two), and
+ *               the one way to learn whether the code that ran changed
+ *               the state (docs/performance.md, "Where a Zen 5 switch's
+ *               time goes").  Nothing writes below a suspended
  *               context's sp; weft__ctx_jump_ontop, the one code that runs
  *               below a saved sp, steps over the word.
  *   store our sp, load the destination's straight into sp: 2 (the
