@@ -249,6 +249,15 @@ one wait.init_unlocked twin wait.pml "-DBROKEN_INIT_UNLOCKED" \
 one wait.remove_unlocked twin wait.pml "-DBROKEN_REMOVE_UNLOCKED" \
     "the cancel decides first; the timer starts firing under its lock; the waiter takes the timer out without the lock and returns; fire() then reads the freed record"
 
+# 4b. the mutex: barging, the woken waiter's retry, the hand-off after a
+#     waiter starved (src/sync/mutex.c, src/sync/waitq.h)
+one mutex_3x1       pass mutex.pml "-DNL=3 -DITER=1" ""
+one mutex_2x4       pass mutex.pml "-DNL=2 -DITER=4" ""
+one mutex.stale_state twin mutex.pml "-DNL=2 -DITER=2 -DBROKEN_STALE_STATE" \
+    "a locker's barge fails on a held mutex; its CAS then expects the value it loaded before the barge, which the mutex has again once it is free: it sets WAITERS on a free mutex and lists itself, and nobody unlocks to wake it"
+one mutex.handoff_free twin mutex.pml "-DNL=2 -DITER=3 -DBROKEN_HANDOFF_FREE" \
+    "a waiter starves and the unlock hands it the mutex but clears LOCKED as a plain unlock does; the unlocker locks again by the fast path while the waiter holds it: two in the critical section"
+
 # 5. sync_wait's last-waker hand-off (src/sched/driver.c)
 one driver          pass driver.pml "" ""
 one driver.no_wakers_wait twin driver.pml "-DBROKEN_NO_WAKERS_WAIT" \

@@ -17,9 +17,15 @@
  * timeout and cancellation, which come after its mutex was released and
  * locked again (weft_cond_wait).
  *
- * Waiters are served first come, first served, and what a waker releases
- * goes straight to the waiter it wakes (the mutex, a semaphore unit), so a
- * newcomer cannot take it in between and a waiter cannot starve.
+ * Waiters are woken first come, first served.  A semaphore unit goes
+ * straight to the waiter it wakes, so a newcomer cannot take it in
+ * between.  The mutex is Go's: an unlock wakes the longest waiter to try
+ * again, and a caller that is running may take the mutex first (it keeps
+ * the lock where a CPU already runs, instead of a park, a wake and a
+ * switch for every lock of a busy mutex); a woken waiter that loses goes
+ * back to the head of the list, and once it has waited 1 ms every unlock
+ * hands the mutex to the longest waiter and nobody else may take it,
+ * until the waiters are served.  So no waiter starves.
  *
  * The structs are embedded by the user and set up with their _init (all
  * the set-up they need; zero-filled memory is not enough); their fields
@@ -71,7 +77,8 @@ WEFT_API int weft_mutex_lock_for(weft_mutex *m, uint64_t timeout_ns);
  * differs from pthread_mutex_trylock). */
 WEFT_API int weft_mutex_trylock(weft_mutex *m);
 
-/* weft_mutex_unlock - unlock m; the longest waiter, if any, gets it.
+/* weft_mutex_unlock - unlock m, and wake the longest waiter, if any (see
+ * the top: it gets m, or tries again, first in line).
  * Returns 0, -EINVAL (NULL), -EPERM (the caller does not hold m). */
 WEFT_API int weft_mutex_unlock(weft_mutex *m);
 

@@ -17,7 +17,7 @@
 #include "sync/waitq.h"
 
 struct weft__mutex {
-    uint32_t state_;     /* FREE, LOCKED or CONTENDED (see the top)      */
+    uint32_t state_;     /* LOCKED, WAITERS, WOKEN, STARVING (mutex.c)   */
     weft__spinlock lock_; /* guards q_                                   */
     uintptr_t owner_;    /* the owning task or thread, 0 when free       */
     weft__waitq q_;

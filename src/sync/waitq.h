@@ -58,6 +58,20 @@ static inline void weft__wq_push(weft__waitq *q, struct weft__wait *w)
     w->listed = true;
 }
 
+/* Link w at q's head: a waiter that was woken and lost the race for what
+ * it waited for goes back first (the mutex, sync/mutex.c). */
+static inline void weft__wq_push_head(weft__waitq *q, struct weft__wait *w)
+{
+    w->prev = NULL;
+    w->next = q->head_;
+    if (q->head_)
+        q->head_->prev = w;
+    else
+        q->tail_ = w;
+    q->head_ = w;
+    w->listed = true;
+}
+
 static inline void weft__wq_remove(weft__waitq *q, struct weft__wait *w)
 {
     if (w->prev)
@@ -90,20 +104,31 @@ static inline struct weft__wait *weft__wq_wake_one(weft__waitq *q)
 }
 
 /*
- * With the lock held and w set up (weft__wait_init): link w at q's tail,
- * drop the lock and wait; then retake the lock and unlink w if nobody woke
- * it.  Returns the outcome (WEFT__W_*), with the lock held again.
+ * With the lock held and w set up (weft__wait_init): link w at q's tail
+ * (weft__wq_block) or at its head (weft__wq_block_at, head true), drop
+ * the lock and wait; then retake the lock and unlink w if nobody woke it.
+ * Returns the outcome (WEFT__W_*), with the lock held again.
  */
-static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
-                                      struct weft__wait *w)
+static inline uint32_t weft__wq_block_at(weft__spinlock *lock,
+                                         weft__waitq *q, struct weft__wait *w,
+                                         bool head)
 {
-    weft__wq_push(q, w);
+    if (head)
+        weft__wq_push_head(q, w);
+    else
+        weft__wq_push(q, w);
     weft__spin_unlock(lock);
     uint32_t outcome = weft__wait_block(w);
     weft__spin_lock(lock);
     if (w->listed)
         weft__wq_remove(q, w);
     return outcome;
+}
+
+static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
+                                      struct weft__wait *w)
+{
+    return weft__wq_block_at(lock, q, w, false);
 }
 
 /*

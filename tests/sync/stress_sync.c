@@ -1,6 +1,7 @@
 /*
  * stress_sync.c — the sync primitives and the channel under load: 10,000
- * tasks contending one mutex, channel ping-pong between workers (and
+ * tasks contending one mutex, plain threads and tasks racing for one in
+ * many short rounds, channel ping-pong between workers (and
  * between pools), a many-producer many-consumer channel whose every
  * value must arrive exactly once, and a storm of short timed waits on the
  * per-worker timers.  A lost wakeup hangs (the watchdog
@@ -52,6 +53,81 @@ static void test_mutex_10k(void **state)
     assert_int_equal(c.counter, (long)TASKS * c.iters);
     assert_int_equal(weft_mutex_trylock(&c.m), 0); /* no lost unlock */
     assert_int_equal(weft_mutex_unlock(&c.m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Barging against the list: plain threads and tasks on one mutex, in    */
+/* many short rounds (each round a fresh mutex and a fresh race between  */
+/* a holder's unlock, a barger and a woken waiter; sync/mutex.c), some   */
+/* of the waits timed                                                    */
+
+struct mixed_round {
+    weft_mutex m;
+    long counter;            /* plain: only touched with m held */
+    unsigned iters;
+    long timed_out;          /* lock_for calls that timed out (atomic) */
+    _Atomic unsigned inside; /* holders at once: must stay <= 1 */
+};
+
+static void mixed_bump(struct mixed_round *x, bool in_task)
+{
+    for (unsigned i = 0; i < x->iters; i++) {
+        int rc = i % 5 == 4 ? weft_mutex_lock_for(&x->m, 20000)
+                            : weft_mutex_lock(&x->m);
+        if (rc == -ETIMEDOUT) {
+            __atomic_fetch_add(&x->timed_out, 1, __ATOMIC_RELAXED);
+            continue;
+        }
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(atomic_fetch_add(&x->inside, 1), 0);
+        long c = x->counter;
+        if (in_task && i % 8 == 0)
+            CHECK_EQ(weft_yield(), 0); /* hold it across a suspension */
+        else
+            wt_spin(20);
+        x->counter = c + 1;
+        atomic_fetch_sub(&x->inside, 1);
+        CHECK_EQ(weft_mutex_unlock(&x->m), 0);
+    }
+}
+
+static void *mixed_task(void *arg)
+{
+    mixed_bump(arg, true);
+    return NULL;
+}
+
+static void *mixed_thread(void *arg)
+{
+    mixed_bump(arg, false);
+    return NULL;
+}
+
+static void test_mutex_threads_and_tasks(void **state)
+{
+    weft_pool *p = wt_pool(WT_NTHREADS(state));
+    enum { TASKS = 8, THREADS = 2 };
+    unsigned rounds = st_scaled(300);
+    for (unsigned r = 0; r < rounds; r++) {
+        struct mixed_round x = {.counter = 0, .iters = 200, .inside = 0};
+        weft_mutex_init(&x.m);
+        weft_task *ts[TASKS];
+        pthread_t th[THREADS];
+        for (int i = 0; i < TASKS; i++)
+            ts[i] = st_spawn(p, mixed_task, &x);
+        for (int i = 0; i < THREADS; i++)
+            th[i] = wt_thread(mixed_thread, &x);
+        for (int i = 0; i < TASKS; i++)
+            st_join(ts[i]);
+        for (int i = 0; i < THREADS; i++)
+            wt_join(th[i]);
+        assert_int_equal(x.counter + x.timed_out,
+                         (long)(TASKS + THREADS) * x.iters);
+        assert_int_equal(weft_mutex_trylock(&x.m), 0); /* no lost unlock */
+        assert_int_equal(weft_mutex_unlock(&x.m), 0);
+    }
     wt_destroy(p);
     WT_CLEAN();
 }
@@ -347,6 +423,7 @@ int main(void)
     wt_main_init();
     const struct CMUnitTest tests[] = {
         WT_TEST1(test_mutex_10k),
+        WT_TEST(test_mutex_threads_and_tasks),
         WT_TEST1(test_pingpong),
         WT_TEST(test_mpmc),
         WT_TEST(test_timer_storm),

@@ -1,6 +1,7 @@
 /*
- * test_mutex.c — weft_mutex: semantics in each context, ownership, FIFO
- * hand-off, timeouts and cancellation.  The 10,000-task contention test is
+ * test_mutex.c — weft_mutex: semantics in each context, ownership, the
+ * order of listed waiters, barging and its bound (the hand-off after
+ * 1 ms), timeouts and cancellation.  The 10,000-task contention test is
  * in stress_sync.c.
  *
  * Task bodies report through CHECK (tests/check.h), never cmocka asserts.
@@ -153,20 +154,14 @@ static void test_inline_child_is_not_owner(void **state)
 }
 
 /* ------------------------------------------------------------------ */
-/* Hand-off: waiters get the mutex in the order they came               */
+/* Order: listed waiters get the mutex in the order they came            */
 
 #define FIFO_N 6
 
 struct fifo {
     weft_mutex m;
     int order[FIFO_N];
-    int next;                    /* under m */
-    /* Set by main once it has seen the mutex held after its unlock: the
-     * first waiter keeps it until then, so that the check does not
-     * depend on main running before every waiter has had it and let it
-     * go (seen under qemu on a loaded machine: main's trylock came after
-     * the last waiter's unlock, and took the mutex). */
-    atomic_bool checked;
+    int next; /* under m */
 };
 
 struct fifo_arg {
@@ -179,14 +174,14 @@ static void *fifo_waiter(void *arg)
     struct fifo_arg *a = arg;
     CHECK_EQ(weft_mutex_lock(&a->f->m), 0);
     a->f->order[a->f->next++] = a->id;
-    uint64_t until = wt_now_ns() + MS(60000);
-    while (a->id == 0 && !atomic_load(&a->f->checked) && wt_now_ns() < until)
-        CHECK_EQ(weft_yield(), 0);
+    /* A switch while holding it: the next waiter may run meanwhile, and
+     * must still not get it out of turn. */
+    CHECK_EQ(weft_yield(), 0);
     CHECK_EQ(weft_mutex_unlock(&a->f->m), 0);
     return NULL;
 }
 
-static void test_fifo_handoff(void **state)
+static void test_fifo(void **state)
 {
     weft_pool *p = wt_pool(WT_NTHREADS(state));
     struct fifo f = {.next = 0};
@@ -201,9 +196,6 @@ static void test_fifo_handoff(void **state)
     }
     assert_int_equal(st_listed(ST_Q(&f.m)), FIFO_N);
     assert_int_equal(weft_mutex_unlock(&f.m), 0);
-    /* Handed to the first waiter: not free for a newcomer. */
-    assert_int_equal(weft_mutex_trylock(&f.m), -EAGAIN);
-    atomic_store(&f.checked, true);
     for (int i = 0; i < FIFO_N; i++)
         st_join(ts[i]);
     assert_int_equal(f.next, FIFO_N);
@@ -211,6 +203,106 @@ static void test_fifo_handoff(void **state)
         assert_int_equal(f.order[i], i);
     assert_int_equal(weft_mutex_trylock(&f.m), 0);
     assert_int_equal(weft_mutex_unlock(&f.m), 0);
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* Barging: a running locker may take a mutex whose waiter was woken but */
+/* has not run yet; and it is the woken waiter that gets it next         */
+
+struct barge {
+    weft_mutex m;
+    atomic_bool spinning, release, got;
+};
+
+static void *barge_waiter(void *arg)
+{
+    struct barge *b = arg;
+    CHECK_EQ(weft_mutex_lock(&b->m), 0);
+    atomic_store(&b->got, true);
+    CHECK_EQ(weft_mutex_unlock(&b->m), 0);
+    return NULL;
+}
+
+/* Keeps the pool's one worker until released, with no scheduling point:
+ * a task woken meanwhile waits in its queue. */
+static void *barge_spinner(void *arg)
+{
+    struct barge *b = arg;
+    atomic_store(&b->spinning, true);
+    uint64_t until = wt_now_ns() + MS(60000);
+    while (!atomic_load(&b->release) && wt_now_ns() < until)
+        ;
+    return NULL;
+}
+
+static void test_barging(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(1);
+    struct barge b = {.spinning = false};
+    weft_mutex_init(&b.m);
+    assert_int_equal(weft_mutex_lock(&b.m), 0);
+    weft_task *w = st_spawn(p, barge_waiter, &b);
+    st_await_parked(w);
+    weft_task *sp = st_spawn(p, barge_spinner, &b);
+    while (!atomic_load(&b.spinning))
+        sched_yield();
+    /* The waiter is woken into the busy worker's queue: the mutex is
+     * free, and this thread, running, takes it. */
+    assert_int_equal(weft_mutex_unlock(&b.m), 0);
+    assert_int_equal(weft_mutex_trylock(&b.m), 0);
+    assert_false(atomic_load(&b.got));
+    /* The waiter is woken already: this unlock wakes nobody else, and
+     * the waiter, run, takes it. */
+    assert_int_equal(weft_mutex_unlock(&b.m), 0);
+    atomic_store(&b.release, true);
+    st_join(sp);
+    st_join(w);
+    assert_true(atomic_load(&b.got));
+    wt_destroy(p);
+    WT_CLEAN();
+}
+
+/* ------------------------------------------------------------------ */
+/* No starvation: a woken waiter that loses the race after waiting more */
+/* than 1 ms turns the mutex over to hand-off: the holder's next unlock */
+/* gives it to that waiter, and the holder cannot take it back          */
+
+static void test_hand_off_after_starving(void **state)
+{
+    (void)state;
+    weft_pool *p = wt_pool(1);
+    struct barge b = {.spinning = false};
+    weft_mutex_init(&b.m);
+    assert_int_equal(weft_mutex_lock(&b.m), 0);
+    weft_task *w = st_spawn(p, barge_waiter, &b);
+    st_await_parked(w); /* listed: its wait counts from here */
+    weft_task *sp = st_spawn(p, barge_spinner, &b);
+    while (!atomic_load(&b.spinning))
+        sched_yield();
+    /* Woken into the busy worker's queue; this thread barges. */
+    assert_int_equal(weft_mutex_unlock(&b.m), 0);
+    assert_int_equal(weft_mutex_trylock(&b.m), 0);
+    /* The waiter has waited 2 ms when it runs (a wait for elapsed time,
+     * which is the condition here), finds the mutex held, and lists
+     * itself again, starving. */
+    uint64_t t0 = wt_now_ns();
+    while (wt_now_ns() - t0 < MS(2))
+        sched_yield();
+    atomic_store(&b.release, true);
+    st_join(sp);
+    st_await_listed(ST_Q(&b.m), 1);
+    assert_false(atomic_load(&b.got));
+    /* Handed to the waiter: not free for this thread any more. */
+    assert_int_equal(weft_mutex_unlock(&b.m), 0);
+    assert_int_equal(weft_mutex_trylock(&b.m), -EAGAIN);
+    st_join(w);
+    assert_true(atomic_load(&b.got));
+    /* Served, and nobody listed: barging again. */
+    assert_int_equal(weft_mutex_trylock(&b.m), 0);
+    assert_int_equal(weft_mutex_unlock(&b.m), 0);
     wt_destroy(p);
     WT_CLEAN();
 }
@@ -385,7 +477,9 @@ int main(void)
         WT_TEST(test_basic),
         WT_TEST(test_ownership),
         WT_TEST1(test_inline_child_is_not_owner),
-        WT_TEST(test_fifo_handoff),
+        WT_TEST(test_fifo),
+        WT_TEST1(test_barging),
+        WT_TEST1(test_hand_off_after_starving),
         WT_TEST(test_cancel),
         WT_TEST1(test_cancelled_before),
         WT_TEST(test_threads_and_tasks),
