@@ -68,11 +68,23 @@
  *               analogue of weft_sync_wait: the waiting fiber suspends and
  *               its thread may run the job itself.  Check: sum of
  *               (result - i) = N.  us per round trip.
- *   (yield, ping-pong, sync-wait and the -fp variants also report `cpu`:
- *               the process's CPU time, user + system, every thread, from
- *               getrusage (cpu.h) at the clock's two readings, per yield in
- *               ns or per round trip in us: a scheduler that spins instead
- *               of suspending pays for it there.)
+ *   mutex       (wl_mutex.c) A shared account, a double balance and a
+ *               count of operations, guarded by one fibers::mutex: main's
+ *               fiber launches 8 fibers, each making N / 8 deposits (at
+ *               least 1) of sqrt(double(i)) * rate, computed outside the
+ *               lock, under lock / unlock (balance += it, ops++), and joins
+ *               them.  fibers::mutex is an owner and a wait queue under a
+ *               spinlock: a fiber that finds it held suspends in the queue,
+ *               and unlock frees it and readies the first waiter, which
+ *               tries again when its scheduler runs it.  Launched from
+ *               main's fiber, as the other non-latency workloads: the
+ *               fibers reach the helper threads only by stealing.  Check:
+ *               ops, 8 (N / 8).  ns per lock.
+ *   (yield, ping-pong, sync-wait, mutex and the -fp variants also report
+ *               `cpu`: the process's CPU time, user + system, every thread,
+ *               from getrusage (cpu.h) at the clock's two readings, per
+ *               yield or lock in ns or per round trip in us: a scheduler
+ *               that spins instead of suspending pays for it there.)
  *   idle        (wl_idle.c) A burst: main's fiber launches 10,000 fibers
  *               with async(launch::post) (each returns i + 1) and get()s
  *               them; then main's thread sleeps N ms
@@ -150,6 +162,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -384,6 +397,33 @@ uint64_t pp_a(u64_channel *ping, u64_channel *pong, uint64_t n)
         pong->pop(v);
     }
     return v;
+}
+
+// mutex's account: balance and ops are guarded by mu.
+constexpr int mutex_fibers = 8;
+// The interest rate; any value: only the multiplication's cost matters.
+constexpr double mutex_rate = 1e-6;
+
+struct account {
+    fibers::mutex mu;
+    double balance = 0.0;
+    uint64_t ops = 0;
+};
+
+// Deposits per fiber: n / 8, at least 1 (as every implementation).
+uint64_t mutex_per_fiber(uint64_t n)
+{
+    return n / mutex_fibers > 0 ? n / mutex_fibers : 1;
+}
+
+void mutex_deposits(account *acc, uint64_t per)
+{
+    for (uint64_t i = 0; i < per; i++) {
+        const double interest = std::sqrt(double(i)) * mutex_rate;
+        std::lock_guard<fibers::mutex> lk(acc->mu);
+        acc->balance += interest;
+        acc->ops++;
+    }
 }
 
 constexpr uint64_t idle_burst = 10000;
@@ -736,6 +776,24 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         *value = double(t1 - t0) / 1e3 / double(n);
         extra[0] = double(cpu1 - cpu0) / 1e3 / double(n);
         *nextra = 1;
+    } else if (std::strcmp(w, "mutex") == 0) {
+        account acc;
+        const uint64_t per = mutex_per_fiber(n);
+        std::vector<fibers::fiber> fs;
+        fs.reserve(mutex_fibers);
+        cpu0 = bench_cpu_ns();
+        t0 = bench_now_ns();
+        for (int k = 0; k < mutex_fibers; k++)
+            fs.emplace_back(mutex_deposits, &acc, per);
+        for (auto &f : fs)
+            f.join();
+        t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
+        sum = acc.ops;
+        const double ops = double(mutex_fibers) * double(per);
+        *value = double(t1 - t0) / ops;
+        extra[0] = double(cpu1 - cpu0) / ops;
+        *nextra = 1;
     } else if (std::strcmp(w, "sleep") == 0) {
         /* Total lateness of n 1 ms sleeps, and how many were not early.
          * On a thread of its own, with Boost.Fiber's default round_robin
@@ -847,8 +905,9 @@ int main(int argc, char **argv)
     static const char *const known[] = { "spawn-join", "skynet", "fib",
                                          "yield", "yield-fp", "ping-pong",
                                          "ping-pong-fp", "sync-wait", "sleep",
-                                         "timeout", "idle", "latency-yield",
-                                         "latency-cpu", "latency-read" };
+                                         "timeout", "mutex", "idle",
+                                         "latency-yield", "latency-cpu",
+                                         "latency-read" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;

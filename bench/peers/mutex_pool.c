@@ -38,12 +38,25 @@
  *               weft's ping-pong-fp.  The kernel saves every thread's whole
  *               FP state when it switches threads, so the flags change
  *               nothing here but the two operations' own cost.
+ *   mutex       (wl_mutex.c) A shared account, a double balance and a
+ *               count of operations, guarded by one pthread_mutex_t (the
+ *               default, glibc's futex mutex): main submits 8 jobs, each
+ *               making N / 8 deposits (at least 1) of sqrt((double)i) *
+ *               rate, computed outside the lock, under lock / unlock
+ *               (balance += it, ops++), and waits until all have run (a
+ *               counter of finished jobs and a condition variable, as
+ *               spawn-join).  A job holds its worker to the end, so THREADS
+ *               jobs contend at a time, and one that finds the mutex held
+ *               blocks its thread in the kernel.  Check: ops, 8 (N / 8).
+ *               Unit: ns per lock.  Extra figure `cpu`: the process's CPU
+ *               time over the same region, ns per lock.
  *   skynet, fib n/a: recursive fork-join on a pool whose jobs block their
  *               worker deadlocks as soon as every worker waits for a child
  *               still in the queue.  (Running children inline when the pool
  *               is full would no longer be a thread pool measurement.)
  *   yield       n/a: a job cannot give its worker up without returning.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -256,6 +269,76 @@ static int run_sync_wait(pool *p, uint64_t n)
     return 0;
 }
 
+/* ---- mutex ---- */
+
+#define MUTEX_JOBS 8
+/* The interest rate; any value: only the multiplication's cost matters. */
+#define MUTEX_RATE 1e-6
+
+typedef struct account {
+    pthread_mutex_t mu;
+    double balance;             /* guarded by mu */
+    uint64_t ops;               /* guarded by mu */
+    uint64_t per_job;           /* deposits each job makes */
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+    int done;                   /* jobs finished, under done_mu */
+} account;
+
+static account acct;
+
+static void deposit_job(void *arg)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < acct.per_job; i++) {
+        double interest = sqrt((double)i) * MUTEX_RATE;
+
+        pthread_mutex_lock(&acct.mu);
+        acct.balance += interest;
+        acct.ops++;
+        pthread_mutex_unlock(&acct.mu);
+    }
+    pthread_mutex_lock(&acct.done_mu);
+    if (++acct.done == MUTEX_JOBS)
+        pthread_cond_signal(&acct.done_cv);
+    pthread_mutex_unlock(&acct.done_mu);
+}
+
+static int run_mutex(pool *p, uint64_t n)
+{
+    uint64_t t0, t1, cpu0, cpu1;
+
+    memset(&acct, 0, sizeof acct);
+    pthread_mutex_init(&acct.mu, NULL);
+    pthread_mutex_init(&acct.done_mu, NULL);
+    pthread_cond_init(&acct.done_cv, NULL);
+    /* N / 8 deposits per job, at least 1 (as every implementation). */
+    acct.per_job = n / MUTEX_JOBS > 0 ? n / MUTEX_JOBS : 1;
+
+    cpu0 = bench_cpu_ns();
+    t0 = bench_now_ns();
+    for (int k = 0; k < MUTEX_JOBS; k++) {
+        if (pool_submit(p, deposit_job, NULL) != 0) {
+            fprintf(stderr, "peer-mutex-pool: out of memory\n");
+            exit(PEER_EXIT_FAILED);
+        }
+    }
+    pthread_mutex_lock(&acct.done_mu);
+    while (acct.done != MUTEX_JOBS)
+        pthread_cond_wait(&acct.done_cv, &acct.done_mu);
+    pthread_mutex_unlock(&acct.done_mu);
+    t1 = bench_now_ns();
+    cpu1 = bench_cpu_ns();
+
+    double ops = (double)MUTEX_JOBS * (double)acct.per_job;
+    double cpu = (double)(cpu1 - cpu0) / ops;
+    pthread_mutex_lock(&acct.mu);
+    uint64_t counted = acct.ops;
+    pthread_mutex_unlock(&acct.mu);
+    peer_report_extra((double)(t1 - t0) / ops, counted, &cpu, 1);
+    return 0;
+}
+
 /* ---- ping-pong ---- */
 
 typedef struct table {
@@ -350,7 +433,8 @@ int main(int argc, char **argv)
     if (ping_pong && a.threads < 2)
         return PEER_EXIT_UNKNOWN_WORKLOAD; /* each side holds a worker */
     if (strcmp(a.workload, "spawn-join") != 0 &&
-        strcmp(a.workload, "sync-wait") != 0 && !ping_pong) {
+        strcmp(a.workload, "sync-wait") != 0 &&
+        strcmp(a.workload, "mutex") != 0 && !ping_pong) {
         fprintf(stderr, "peer-mutex-pool: no workload '%s'\n", a.workload);
         return PEER_EXIT_UNKNOWN_WORKLOAD;
     }
@@ -364,6 +448,8 @@ int main(int argc, char **argv)
         rc = run_spawn_join(&p, a.n);
     else if (strcmp(a.workload, "sync-wait") == 0)
         rc = run_sync_wait(&p, a.n);
+    else if (strcmp(a.workload, "mutex") == 0)
+        rc = run_mutex(&p, a.n);
     else
         rc = run_ping_pong(&p, a.n, strcmp(a.workload, "ping-pong-fp") == 0);
     pool_stop(&p);

@@ -48,6 +48,19 @@
  *               on its future: CPU ms per second of that is the extra
  *               figure `wait`.  Check: 3 (both bursts' sums right, the job
  *               slept N ms).
+ *   mutex       (wl_mutex.c) A shared account, a double balance and a
+ *               count of operations, guarded by one std::mutex: inside the
+ *               arena (THREADS slots, one for main, as the fork-join
+ *               workloads), a task_group runs 8 tasks, each making N / 8
+ *               deposits (at least 1) of sqrt(double(i)) * rate, computed
+ *               outside the lock, under lock / unlock (balance += it,
+ *               ops++); main's tg.wait() runs tasks meanwhile.  A task
+ *               that finds the mutex held blocks its thread (glibc's
+ *               mutex: a futex wait): a TBB task cannot give its thread up,
+ *               so each thread works through its tasks one after the
+ *               other.  Check: ops, 8 (N / 8).  ns per lock.  Extra
+ *               figure `cpu`: the process's CPU time over the same region,
+ *               ns per lock.
  *   yield, ping-pong, yield-fp, ping-pong-fp  n/a: a TBB task cannot
  *               give up its thread and be resumed later except through the
  *               resumable-task extension (tbb::task::suspend), which is not
@@ -63,6 +76,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <sys/resource.h>
@@ -70,6 +84,7 @@
 #include <cstring>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -171,6 +186,49 @@ int run_sync_wait(unsigned threads, uint64_t n)
     const uint64_t cpu1 = bench_cpu_ns();
     const double cpu = double(cpu1 - cpu0) / 1e3 / double(n);
     peer_report_extra(double(t1 - t0) / 1e3 / double(n), sum, &cpu, 1);
+    return 0;
+}
+
+constexpr int mutex_tasks = 8;
+// The interest rate; any value: only the multiplication's cost matters.
+constexpr double mutex_rate = 1e-6;
+
+// mutex's account: balance and ops are guarded by mu.
+struct account {
+    std::mutex mu;
+    double balance = 0.0;
+    uint64_t ops = 0;
+};
+
+int run_mutex(unsigned threads, uint64_t n)
+{
+    tbb::task_arena arena{int(threads)};
+    arena.initialize();
+    warm(arena);
+    // Deposits per task: n / 8, at least 1 (as every implementation).
+    const uint64_t per = n / mutex_tasks > 0 ? n / mutex_tasks : 1;
+    account acc;
+    uint64_t t0 = 0, t1 = 0, cpu0 = 0, cpu1 = 0;
+    arena.execute([&] {
+        cpu0 = bench_cpu_ns();
+        t0 = bench_now_ns();
+        tbb::task_group tg;
+        for (int k = 0; k < mutex_tasks; k++)
+            tg.run([&acc, per] {
+                for (uint64_t i = 0; i < per; i++) {
+                    const double interest = std::sqrt(double(i)) * mutex_rate;
+                    std::lock_guard<std::mutex> lk(acc.mu);
+                    acc.balance += interest;
+                    acc.ops++;
+                }
+            });
+        tg.wait();
+        t1 = bench_now_ns();
+        cpu1 = bench_cpu_ns();
+    });
+    const double ops = double(mutex_tasks) * double(per);
+    const double cpu = double(cpu1 - cpu0) / ops;
+    peer_report_extra(double(t1 - t0) / ops, acc.ops, &cpu, 1);
     return 0;
 }
 
@@ -330,6 +388,8 @@ int main(int argc, char **argv)
     }
     if (std::strcmp(w, "sync-wait") == 0)
         return run_sync_wait(a.threads, n);
+    if (std::strcmp(w, "mutex") == 0)
+        return run_mutex(a.threads, n);
     if (std::strcmp(w, "soak") == 0)
         return run_soak(a.threads, n);
     if (std::strcmp(w, "idle") == 0)

@@ -40,11 +40,12 @@
 //	ping-pong-fp  The same, except that both sides do one float64 division
 //	            at every move, before they send; as for yield-fp, nothing
 //	            clears the flags (Go cannot).
-//	            (yield, ping-pong, sync-wait and the -fp variants also
-//	            report `cpu`: the process's CPU time, user + system, every
-//	            thread, from syscall.Getrusage at the clock's two readings,
-//	            per yield in ns or per round trip in us: Go's idle Ps spin
-//	            looking for work before they park, and pay for it there.)
+//	            (yield, ping-pong, sync-wait, mutex and the -fp variants
+//	            also report `cpu`: the process's CPU time, user + system,
+//	            every thread, from syscall.Getrusage at the clock's two
+//	            readings, per yield or lock in ns or per round trip in us:
+//	            Go's idle Ps spin looking for work before they park, and pay
+//	            for it there.)
 //	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
 //	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
 //	            returned early).
@@ -54,6 +55,17 @@
 //	            closest analogue of weft_sync_wait on a task that hops to the
 //	            pool (the new goroutine often runs on main's own P once main
 //	            blocks).  Check: sum of (result - i) = N.  us per round trip.
+//	mutex       (wl_mutex.c) A shared account, a float64 balance and a
+//	            count of operations, guarded by one sync.Mutex: the main
+//	            goroutine starts 8 goroutines, each making N / 8 deposits
+//	            (at least 1) of math.Sqrt(float64(i)) * rate, computed
+//	            outside the lock, under Lock / Unlock (balance += it,
+//	            ops++), and waits for them with a sync.WaitGroup.  sync.Mutex
+//	            spins a little before it parks a goroutine, lets a running
+//	            goroutine take the lock ahead of a woken one, and hands it
+//	            over directly once a waiter has waited 1 ms (starvation
+//	            mode).  Check: ops, 8 (N / 8).  ns per lock, and `cpu` in ns
+//	            per lock.
 //	timeout     P = 500 goroutine pairs (P = N when N < 500) pass N messages
 //	            (N / P per pair, the first N % P pairs one more) through two
 //	            channels of capacity 1 per pair, A -> B and B -> A: message k
@@ -104,6 +116,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -391,6 +404,56 @@ func syncWait(n uint64) (time.Duration, uint64) {
 	d := time.Since(t0)
 	cpuSpent = cpuNow() - c0
 	return d, sum
+}
+
+const (
+	mutexTasks = 8
+	// The interest rate; any value: only the multiplication's cost matters.
+	mutexRate = 1e-6
+)
+
+// account is mutex's shared state: balance and ops are guarded by mu.
+type account struct {
+	mu      sync.Mutex
+	balance float64
+	ops     uint64
+}
+
+// mutexPerTask is each goroutine's deposits: n / 8, at least 1 (as every
+// implementation).
+func mutexPerTask(n uint64) uint64 {
+	if n/mutexTasks > 0 {
+		return n / mutexTasks
+	}
+	return 1
+}
+
+func mutexRun(n uint64) (time.Duration, uint64) {
+	var acc account
+	var wg sync.WaitGroup
+	per := mutexPerTask(n)
+	c0 := cpuNow()
+	t0 := time.Now()
+	wg.Add(mutexTasks)
+	for k := 0; k < mutexTasks; k++ {
+		go func() {
+			defer wg.Done()
+			for i := uint64(0); i < per; i++ {
+				interest := math.Sqrt(float64(i)) * mutexRate
+				acc.mu.Lock()
+				acc.balance += interest
+				acc.ops++
+				acc.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
+	acc.mu.Lock()
+	ops := acc.ops
+	acc.mu.Unlock()
+	return d, ops
 }
 
 const idleBurst = 10000
@@ -786,6 +849,13 @@ func main() {
 		run = syncWait
 		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
 		cpuPerUnit = perUnit // us per round trip
+	case "mutex":
+		run = mutexRun
+		// Per lock made (8 (n / 8)), as weft's.
+		perUnit = func(d time.Duration) float64 {
+			return float64(d.Nanoseconds()) / float64(mutexTasks*mutexPerTask(n))
+		}
+		cpuPerUnit = perUnit // ns per lock
 	case "timeout":
 		run = func(n uint64) (time.Duration, uint64) {
 			d, check, inTime := timeoutRun(n)
