@@ -125,11 +125,9 @@ static inline uint32_t weft__wq_block_at(weft__spinlock *lock,
     return outcome;
 }
 
-static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
-                                      struct weft__wait *w)
-{
-    return weft__wq_block_at(lock, q, w, false);
-}
+/* A macro, not a function: an inline wrapper would be one more frame in
+ * a debugger's backtrace of every waiting task (tests/gdb counts them). */
+#define weft__wq_block(lock, q, w) weft__wq_block_at((lock), (q), (w), false)
 
 /*
  * With the lock held, for a call that cannot proceed now and expects
