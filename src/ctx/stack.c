@@ -57,10 +57,19 @@ static const uint64_t canary_value = 0x5745465443414e52ull; /* "WEFTCANR" */
 static void release_stack(struct weft__cache_node *n);
 
 /* Each thread keeps a few free stacks (a fork-join tree's worth on a
- * worker); the depot keeps up to 256, enough for a burst of tasks that
- * park at once, and unmaps the rest. */
+ * worker); the depot keeps up to 4,096, enough for a burst of tasks that
+ * park at once (a server's connections, 10,000 tasks each in a sleep),
+ * and unmaps the rest.  A stack unmapped at the end of one burst is
+ * mapped, guarded and faulted in again at the start of the next (about
+ * 20 us of CPU a stack on the 2-vCPU AMD guest, where the munmap's TLB
+ * flush reaches the other vCPU too): 10,000 tasks that each sleep 1 ms
+ * ten times took 170-190 ms a run with 256, 45-53 with 4,096
+ * (docs/performance.md, "Many tasks asleep").  What the depot holds costs
+ * its stacks' touched pages until a pool goes idle and trims it to half
+ * its cache bound (weft__stacks_trim), and 1 GiB of address space at most
+ * (4,096 default stacks). */
 struct weft__cache weft__stack_cache =
-    WEFT__CACHE_INIT(16, 8, 256, release_stack);
+    WEFT__CACHE_INIT(16, 8, 4096, release_stack);
 __thread struct weft__cache_local weft__stack_local
     __attribute__((tls_model("initial-exec")));
 
