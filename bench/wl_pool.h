@@ -1,9 +1,9 @@
 /*
  * wl_pool.h — what the pooled workloads (wl_spawn_join.c, wl_skynet.c,
  * wl_fib.c, wl_yield.c, wl_ping_pong.c, wl_sync_wait.c, wl_timeout.c,
- * wl_mutex.c) share: making the pool outside the timed region, running a
- * root task on it from main, and carrying the first error a task met back
- * to main.
+ * wl_mutex.c, wl_sleepers.c) share: making the pool outside the timed
+ * region, running a root task on it from main, and carrying the first
+ * error a task met back to main.
  *
  * Every function prints what failed (prefixed with the workload's name) and
  * returns its negative errno, so a run_weft can simply pass it on.

@@ -19,6 +19,7 @@ const bench_workload *const bench_workloads[] = {
     &bench_wl_sync_wait,
     &bench_wl_timeout,
     &bench_wl_mutex,
+    &bench_wl_sleepers,
     &bench_wl_sleep,
     &bench_wl_latency_yield,
     &bench_wl_latency_cpu,

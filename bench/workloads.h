@@ -141,6 +141,7 @@ extern const bench_workload bench_wl_ping_pong_fp;
 extern const bench_workload bench_wl_sync_wait;
 extern const bench_workload bench_wl_timeout;
 extern const bench_workload bench_wl_mutex;
+extern const bench_workload bench_wl_sleepers;
 extern const bench_workload bench_wl_sleep;
 extern const bench_workload bench_wl_latency_yield;
 extern const bench_workload bench_wl_latency_cpu;

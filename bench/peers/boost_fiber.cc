@@ -80,11 +80,37 @@
  *               main's fiber, as the other non-latency workloads: the
  *               fibers reach the helper threads only by stealing.  Check:
  *               ops, 8 (N / 8).  ns per lock.
- *   (yield, ping-pong, sync-wait, mutex and the -fp variants also report
- *               `cpu`: the process's CPU time, user + system, every thread,
- *               from getrusage (cpu.h) at the clock's two readings, per
- *               yield or lock in ns or per round trip in us: a scheduler
- *               that spins instead of suspending pays for it there.)
+ *   sleepers    (wl_sleepers.c) main's fiber launches 10,000 fibers
+ *               (fixed), each calling this_fiber::sleep_for(1 ms) N times
+ *               and adding its count of completed sleeps to a shared
+ *               std::atomic as it ends, and joins them.  A sleeping fiber
+ *               is parked with its own stack, Boost.Fiber's default
+ *               (fixedsize_stack, 128 KiB of address space, malloc'd when
+ *               the fiber is made, as the top of this file says): 10,000
+ *               of them fit (about 1.3 GB of address space, a few pages
+ *               touched each), so no smaller stack is needed.  glibc maps
+ *               each such block apart and unmaps it when its fiber ends:
+ *               on the 2-vCPU guest where this was written a run cost
+ *               about 1.2 s whatever N, on top of some 15 ms a round, most
+ *               of it (two thirds of perf's samples) the TLB flushes of
+ *               those 10,000 munmaps (pooled_fixedsize_stack was slower
+ *               still).  They are in the timed region, as the making and
+ *               freeing of weft's stacks are.  The
+ *               fiber goes on its thread's sleep queue, and that thread's
+ *               dispatcher readies it once due.  Launched from main's
+ *               fiber, as the other non-latency workloads: the fibers reach
+ *               the helper threads only by stealing.  With THREADS = 1 on
+ *               a thread of its own with the default round_robin
+ *               scheduler, as sleep and timeout (a lone work_stealing(1)
+ *               scheduler never wakes a sleeping fiber).  Check: the
+ *               sleeps completed, 10,000 N.  ms per round of sleeps
+ *               (elapsed / N: 1 ms at best).
+ *   (yield, ping-pong, sync-wait, mutex, sleepers and the -fp variants
+ *               also report `cpu`: the process's CPU time, user + system,
+ *               every thread, from getrusage (cpu.h) at the clock's two
+ *               readings, per yield or lock in ns or per round trip or
+ *               sleep in us: a scheduler that spins instead of suspending
+ *               pays for it there.)
  *   idle        (wl_idle.c) A burst: main's fiber launches 10,000 fibers
  *               with async(launch::post) (each returns i + 1) and get()s
  *               them; then main's thread sleeps N ms
@@ -424,6 +450,35 @@ void mutex_deposits(account *acc, uint64_t per)
         acc->balance += interest;
         acc->ops++;
     }
+}
+
+constexpr int sleepers_fibers = 10000;
+
+// The sleepers workload, from a fiber of the calling thread: sets *value,
+// *check and extra[0] (cpu).
+void sleepers_run(uint64_t n, double *value, uint64_t *check, double *extra)
+{
+    std::atomic<uint64_t> sleeps{0};
+    std::vector<fibers::fiber> fs;
+    fs.reserve(sleepers_fibers);
+    const uint64_t cpu0 = bench_cpu_ns();
+    const uint64_t t0 = bench_now_ns();
+    for (int k = 0; k < sleepers_fibers; k++)
+        fs.emplace_back([&sleeps, n] {
+            uint64_t c = 0;
+            for (uint64_t i = 0; i < n; i++) {
+                boost::this_fiber::sleep_for(std::chrono::milliseconds(1));
+                c++;
+            }
+            sleeps.fetch_add(c, std::memory_order_relaxed);
+        });
+    for (auto &f : fs)
+        f.join();
+    const uint64_t t1 = bench_now_ns();
+    const uint64_t cpu1 = bench_cpu_ns();
+    *check = sleeps.load();
+    *value = double(t1 - t0) / 1e6 / double(n);
+    extra[0] = double(cpu1 - cpu0) / 1e3 / (double(sleepers_fibers) * double(n));
 }
 
 constexpr uint64_t idle_burst = 10000;
@@ -794,6 +849,20 @@ bool measure(const char *w, uint64_t n, unsigned threads, double *value,
         *value = double(t1 - t0) / ops;
         extra[0] = double(cpu1 - cpu0) / ops;
         *nextra = 1;
+    } else if (std::strcmp(w, "sleepers") == 0) {
+        /* T = 1 on a thread of its own with round_robin, as sleep and
+         * timeout: a lone work_stealing(1) scheduler never wakes a
+         * sleeping fiber. */
+        if (threads > 1)
+            sleepers_run(n, value, check, extra);
+        else
+            std::thread([n, value, check, extra] {
+                fibers::fiber([n, value, check, extra] {
+                    sleepers_run(n, value, check, extra);
+                }).join();
+            }).join();
+        *nextra = 1;
+        return true;
     } else if (std::strcmp(w, "sleep") == 0) {
         /* Total lateness of n 1 ms sleeps, and how many were not early.
          * On a thread of its own, with Boost.Fiber's default round_robin
@@ -905,9 +974,9 @@ int main(int argc, char **argv)
     static const char *const known[] = { "spawn-join", "skynet", "fib",
                                          "yield", "yield-fp", "ping-pong",
                                          "ping-pong-fp", "sync-wait", "sleep",
-                                         "timeout", "mutex", "idle",
-                                         "latency-yield", "latency-cpu",
-                                         "latency-read" };
+                                         "timeout", "mutex", "sleepers",
+                                         "idle", "latency-yield",
+                                         "latency-cpu", "latency-read" };
     bool ok = false;
     for (const char *k : known)
         ok |= std::strcmp(w, k) == 0;

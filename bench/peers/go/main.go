@@ -40,12 +40,12 @@
 //	ping-pong-fp  The same, except that both sides do one float64 division
 //	            at every move, before they send; as for yield-fp, nothing
 //	            clears the flags (Go cannot).
-//	            (yield, ping-pong, sync-wait, mutex and the -fp variants
-//	            also report `cpu`: the process's CPU time, user + system,
-//	            every thread, from syscall.Getrusage at the clock's two
-//	            readings, per yield or lock in ns or per round trip in us:
-//	            Go's idle Ps spin looking for work before they park, and pay
-//	            for it there.)
+//	            (yield, ping-pong, sync-wait, mutex, sleepers and the -fp
+//	            variants also report `cpu`: the process's CPU time, user +
+//	            system, every thread, from syscall.Getrusage at the clock's
+//	            two readings, per yield or lock in ns or per round trip or
+//	            sleep in us: Go's idle Ps spin looking for work before they
+//	            park, and pay for it there.)
 //	sleep       time.Sleep(time.Millisecond) N times in one goroutine; the
 //	            mean lateness (time asleep - 1 ms) in us.  Check: N (none
 //	            returned early).
@@ -66,6 +66,16 @@
 //	            over directly once a waiter has waited 1 ms (starvation
 //	            mode).  Check: ops, 8 (N / 8).  ns per lock, and `cpu` in ns
 //	            per lock.
+//	sleepers    (wl_sleepers.c) The main goroutine starts 10,000 goroutines
+//	            (fixed), each calling time.Sleep(time.Millisecond) N times
+//	            and adding its count of completed sleeps to a shared counter
+//	            (sync/atomic) as it ends, and waits for them with a
+//	            sync.WaitGroup.  A sleeping goroutine is parked with its own
+//	            stack (a few KiB, grown on demand) and a timer on its P's
+//	            timer heap; the P that runs the timers readies it.  Check:
+//	            the sleeps completed, 10,000 N.  ms per round of sleeps
+//	            (elapsed / N: 1 ms at best), and `cpu` in us per sleep (CPU
+//	            time / (10,000 N)).
 //	timeout     P = 500 goroutine pairs (P = N when N < 500) pass N messages
 //	            (N / P per pair, the first N % P pairs one more) through two
 //	            channels of capacity 1 per pair, A -> B and B -> A: message k
@@ -454,6 +464,31 @@ func mutexRun(n uint64) (time.Duration, uint64) {
 	ops := acc.ops
 	acc.mu.Unlock()
 	return d, ops
+}
+
+const sleepersTasks = 10000
+
+func sleepersRun(n uint64) (time.Duration, uint64) {
+	var sleeps uint64
+	var wg sync.WaitGroup
+	c0 := cpuNow()
+	t0 := time.Now()
+	wg.Add(sleepersTasks)
+	for k := 0; k < sleepersTasks; k++ {
+		go func() {
+			defer wg.Done()
+			var c uint64
+			for i := uint64(0); i < n; i++ {
+				time.Sleep(time.Millisecond)
+				c++
+			}
+			atomic.AddUint64(&sleeps, c)
+		}()
+	}
+	wg.Wait()
+	d := time.Since(t0)
+	cpuSpent = cpuNow() - c0
+	return d, atomic.LoadUint64(&sleeps)
 }
 
 const idleBurst = 10000
@@ -856,6 +891,13 @@ func main() {
 			return float64(d.Nanoseconds()) / float64(mutexTasks*mutexPerTask(n))
 		}
 		cpuPerUnit = perUnit // ns per lock
+	case "sleepers":
+		run = sleepersRun
+		// ms per round of sleeps, as weft's.
+		perUnit = func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 / float64(n) }
+		cpuPerUnit = func(d time.Duration) float64 { // us per sleep
+			return float64(d.Nanoseconds()) / 1e3 / (float64(sleepersTasks) * float64(n))
+		}
 	case "timeout":
 		run = func(n uint64) (time.Duration, uint64) {
 			d, check, inTime := timeoutRun(n)
