@@ -23,60 +23,61 @@ void weft__timers_fini(struct weft__timers *ts)
     pthread_mutex_destroy(&ts->lock);
 }
 
-static void place(struct weft__timers *ts, size_t i, struct weft__timer *tm)
+static void place(struct weft__timers *ts, size_t i,
+                  struct weft__timer_slot slot)
 {
-    ts->heap[i] = tm;
-    tm->index = i;
+    ts->heap[i] = slot;
+    slot.tm->index = i;
 }
 
 static void sift_up(struct weft__timers *ts, size_t i)
 {
-    struct weft__timer *tm = ts->heap[i];
+    struct weft__timer_slot slot = ts->heap[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (ts->heap[parent]->deadline <= tm->deadline)
+        if (ts->heap[parent].deadline <= slot.deadline)
             break;
         place(ts, i, ts->heap[parent]);
         i = parent;
     }
-    place(ts, i, tm);
+    place(ts, i, slot);
 }
 
-static void sift_down(struct weft__timers *ts, size_t i)
+/* Moves heap[i] down to its place; returns where it went. */
+static size_t sift_down(struct weft__timers *ts, size_t i)
 {
-    struct weft__timer *tm = ts->heap[i];
+    struct weft__timer_slot slot = ts->heap[i];
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= ts->n)
             break;
-        if (c + 1 < ts->n && ts->heap[c + 1]->deadline < ts->heap[c]->deadline)
+        if (c + 1 < ts->n && ts->heap[c + 1].deadline < ts->heap[c].deadline)
             c++;
-        if (ts->heap[c]->deadline >= tm->deadline)
+        if (ts->heap[c].deadline >= slot.deadline)
             break;
         place(ts, i, ts->heap[c]);
         i = c;
     }
-    place(ts, i, tm);
+    place(ts, i, slot);
+    return i;
 }
 
 static void publish_next(struct weft__timers *ts)
 {
     atomic_store_explicit(&ts->next,
-                          ts->n ? ts->heap[0]->deadline : UINT64_MAX,
+                          ts->n ? ts->heap[0].deadline : UINT64_MAX,
                           memory_order_release);
 }
 
 /* Remove heap[i]; the lock is held. */
 static void take_out(struct weft__timers *ts, size_t i)
 {
-    ts->heap[i]->index = SIZE_MAX;
+    ts->heap[i].tm->index = SIZE_MAX;
     ts->n--;
     if (i < ts->n) {
         /* The last leaf fills the hole, then moves down or up. */
-        struct weft__timer *moved = ts->heap[ts->n];
-        place(ts, i, moved);
-        sift_down(ts, i);
-        if (moved->index == i)
+        ts->heap[i] = ts->heap[ts->n];
+        if (sift_down(ts, i) == i)
             sift_up(ts, i);
     }
 }
@@ -86,7 +87,7 @@ int weft__timers_add(struct weft__timers *ts, struct weft__timer *tm)
     weft__lock(&ts->lock);
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? 2 * ts->cap : 64;
-        struct weft__timer **h = weft__realloc(ts->heap, cap * sizeof *h);
+        struct weft__timer_slot *h = weft__realloc(ts->heap, cap * sizeof *h);
         if (!h) {
             pthread_mutex_unlock(&ts->lock);
             return -ENOMEM;
@@ -94,10 +95,9 @@ int weft__timers_add(struct weft__timers *ts, struct weft__timer *tm)
         ts->heap = h;
         ts->cap = cap;
     }
-    ts->heap[ts->n] = tm;
-    tm->index = ts->n++;
-    sift_up(ts, tm->index);
-    int earliest = ts->heap[0] == tm;
+    ts->heap[ts->n] = (struct weft__timer_slot){tm->deadline, tm};
+    sift_up(ts, ts->n++);
+    int earliest = ts->heap[0].tm == tm;
     publish_next(ts);
     pthread_mutex_unlock(&ts->lock);
     return earliest;
@@ -121,8 +121,8 @@ unsigned weft__timers_run(struct weft__timers *ts, uint64_t now)
     if (weft__timers_next(ts) > now)
         return 0;
     weft__lock(&ts->lock);
-    while (ts->n && ts->heap[0]->deadline <= now) {
-        struct weft__timer *tm = ts->heap[0];
+    while (ts->n && ts->heap[0].deadline <= now) {
+        struct weft__timer *tm = ts->heap[0].tm;
         take_out(ts, 0);
         tm->fire(tm); /* under the lock: see timer.h */
         fired++;

@@ -26,9 +26,17 @@ struct weft__timer {
     size_t index;                          /* in the heap; SIZE_MAX if not */
 };
 
+/* A heap slot: the timer's deadline beside it, so that a sift compares
+ * within the heap's array and does not visit the timers (each on its own
+ * waiting task's stack: a cache miss apiece). */
+struct weft__timer_slot {
+    uint64_t deadline;
+    struct weft__timer *tm;
+};
+
 struct weft__timers {
     pthread_mutex_t lock;
-    struct weft__timer **heap;
+    struct weft__timer_slot *heap;
     size_t n, cap;
     _Atomic uint64_t next;                 /* earliest deadline, or max    */
 };
