@@ -3,7 +3,7 @@
  * again, and the hand-off after a waiter starved.
  *   src/sync/mutex.c top comment; try_lock, try_barge, lock_slow,
  *     weft__mutex_release, wake_waiter, hand_off
- *   src/sync/waitq.h: weft__wq_block_at (weft__wq_push, _push_head,
+ *   src/sync/waitq.h: weft__wq_block (weft__wq_push, _push_head,
  *     weft__wq_remove), weft__wq_wake_one
  *
  * Processes
@@ -194,7 +194,7 @@ slow:
                     fi
                 fi
             od;
-            /* weft__wq_block_at: list, drop lock_, wait, retake lock_ */
+            /* weft__wq_block: list, drop lock_, wait, retake lock_ */
             outcome[me] = 0;
             if
             :: woken -> push_head(me)

@@ -95,7 +95,7 @@ static int wait_in(weft_chan *ch, weft__waitq *q, void **value,
     }
     w.value = *value;
     ch->waiting++;
-    uint32_t outcome = weft__wq_block(&ch->lock, q, &w);
+    uint32_t outcome = weft__wq_block(&ch->lock, q, &w, false);
     ch->waiting--;
     weft__spin_unlock(&ch->lock);
     if (outcome != WEFT__W_WOKEN)

@@ -110,7 +110,7 @@ static int wait_until(weft_event *ev, uint64_t deadline, bool nowait)
         weft__spin_unlock(&e->lock);
         return nowait ? -ETIMEDOUT : -ECANCELED;
     }
-    uint32_t outcome = weft__wq_block(&e->lock, &e->q, &w);
+    uint32_t outcome = weft__wq_block(&e->lock, &e->q, &w, false);
     bool touched =
         __atomic_load_n(&e->state, __ATOMIC_RELAXED) != WEFT__EV_UNSET;
     weft__spin_unlock(&e->lock);

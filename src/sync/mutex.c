@@ -219,7 +219,7 @@ static int lock_slow(weft_mutex *m, uintptr_t me, uint64_t deadline,
             return -ECANCELED;
         }
         w.data = me;
-        uint32_t outcome = weft__wq_block_at(&mx->lock_, &mx->q_, &w, woken);
+        uint32_t outcome = weft__wq_block(&mx->lock_, &mx->q_, &w, woken);
         if (outcome != WEFT__W_WOKEN) {
             weft__spin_unlock(&mx->lock_);
             return weft__wait_error(&w, outcome);

@@ -104,14 +104,13 @@ static inline struct weft__wait *weft__wq_wake_one(weft__waitq *q)
 }
 
 /*
- * With the lock held and w set up (weft__wait_init): link w at q's tail
- * (weft__wq_block) or at its head (weft__wq_block_at, head true), drop
- * the lock and wait; then retake the lock and unlink w if nobody woke it.
+ * With the lock held and w set up (weft__wait_init): link w at q's tail,
+ * or at its head if `head` (the mutex's waiter that was woken and lost
+ * the race), drop the lock and wait; then retake the lock and unlink w if nobody woke it.
  * Returns the outcome (WEFT__W_*), with the lock held again.
  */
-static inline uint32_t weft__wq_block_at(weft__spinlock *lock,
-                                         weft__waitq *q, struct weft__wait *w,
-                                         bool head)
+static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
+                                      struct weft__wait *w, bool head)
 {
     if (head)
         weft__wq_push_head(q, w);
@@ -125,9 +124,6 @@ static inline uint32_t weft__wq_block_at(weft__spinlock *lock,
     return outcome;
 }
 
-/* A macro, not a function: an inline wrapper would be one more frame in
- * a debugger's backtrace of every waiting task (tests/gdb counts them). */
-#define weft__wq_block(lock, q, w) weft__wq_block_at((lock), (q), (w), false)
 
 /*
  * With the lock held, for a call that cannot proceed now and expects
@@ -147,7 +143,7 @@ static inline int weft__wq_wait(weft__spinlock *lock, weft__waitq *q,
         weft__spin_unlock(lock);
         return nowait ? nowait : -ECANCELED;
     }
-    uint32_t outcome = weft__wq_block(lock, q, &w);
+    uint32_t outcome = weft__wq_block(lock, q, &w, false);
     weft__spin_unlock(lock);
     return weft__wait_error(&w, outcome);
 }
