@@ -38,8 +38,10 @@
  *     else clear WOKEN and go round again.
  *
  * No lost wakeup: a waiter lists itself only after its CAS set WAITERS on
- * a state with LOCKED, in one critical section of lock_.  An unlock whose
- * RMW comes after that CAS sees WAITERS: it hands over, or wakes a waiter
+ * a state with LOCKED (or after its failed barge's RMW read LOCKED with
+ * WAITERS already set, which only a holder of lock_ clears), in one
+ * critical section of lock_.  An unlock whose RMW comes after that sees
+ * WAITERS: it hands over, or wakes a waiter
  * under lock_ (which it gets only once the waiter is listed), or sees
  * WOKEN, and then the woken waiter, which has not yet looked, will (it
  * clears WOKEN with an RMW, which reads the latest state, and then finds
