@@ -1958,8 +1958,9 @@ static int cond_wait_for_nomem(void)
     CHECK_EQ(weft_mutex_lock(&c.m), 0);
     weft_task *t;
     CHECK_EQ(weft_spawn(&t, weft_pool_current(), lock_and_count, &c, NULL), 0);
-    while (__atomic_load_n(&weft__mutex_of(&c.m)->state_, __ATOMIC_RELAXED) !=
-           2) /* until it waits for m (sync/mutex.c: CONTENDED) */
+    while (!(__atomic_load_n(&weft__mutex_of(&c.m)->state_,
+                             __ATOMIC_RELAXED) &
+             2)) /* until it waits for m (sync/mutex.c: WAITERS) */
         CHECK_EQ(weft_yield(), 0);
     int rc;
     OUT_OF_MEMORY(rc = weft_cond_wait_for(&cv, &c.m, MS(1)));
