@@ -106,8 +106,9 @@ static inline struct weft__wait *weft__wq_wake_one(weft__waitq *q)
 /*
  * With the lock held and w set up (weft__wait_init): link w at q's tail,
  * or at its head if `head` (the mutex's waiter that was woken and lost
- * the race), drop the lock and wait; then retake the lock and unlink w if nobody woke it.
- * Returns the outcome (WEFT__W_*), with the lock held again.
+ * the race), drop the lock and wait; then retake the lock and unlink w if
+ * nobody woke it.  Returns the outcome (WEFT__W_*), with the lock held
+ * again.
  */
 static inline uint32_t weft__wq_block(weft__spinlock *lock, weft__waitq *q,
                                       struct weft__wait *w, bool head)
