@@ -237,22 +237,33 @@ static void *barge_spinner(void *arg)
     return NULL;
 }
 
+/* On p (one worker): this thread holds b->m, a task waits for it, and a
+ * spinner keeps the worker; then this thread unlocks (the waiter is woken
+ * into the busy worker's queue) and, running, takes the mutex again.
+ * *w and *sp: the waiter and the spinner. */
+static void barge_past_woken(weft_pool *p, struct barge *b, weft_task **w,
+                             weft_task **sp)
+{
+    weft_mutex_init(&b->m);
+    assert_int_equal(weft_mutex_lock(&b->m), 0);
+    *w = st_spawn(p, barge_waiter, b);
+    st_await_parked(*w); /* listed: its wait counts from here */
+    *sp = st_spawn(p, barge_spinner, b);
+    while (!atomic_load(&b->spinning))
+        sched_yield();
+    assert_int_equal(weft_mutex_unlock(&b->m), 0);
+    assert_int_equal(weft_mutex_trylock(&b->m), 0);
+}
+
 static void test_barging(void **state)
 {
     (void)state;
     weft_pool *p = wt_pool(1);
     struct barge b = {.spinning = false};
-    weft_mutex_init(&b.m);
-    assert_int_equal(weft_mutex_lock(&b.m), 0);
-    weft_task *w = st_spawn(p, barge_waiter, &b);
-    st_await_parked(w);
-    weft_task *sp = st_spawn(p, barge_spinner, &b);
-    while (!atomic_load(&b.spinning))
-        sched_yield();
+    weft_task *w, *sp;
     /* The waiter is woken into the busy worker's queue: the mutex is
      * free, and this thread, running, takes it. */
-    assert_int_equal(weft_mutex_unlock(&b.m), 0);
-    assert_int_equal(weft_mutex_trylock(&b.m), 0);
+    barge_past_woken(p, &b, &w, &sp);
     assert_false(atomic_load(&b.got));
     /* The waiter is woken already: this unlock wakes nobody else, and
      * the waiter, run, takes it. */
@@ -275,16 +286,9 @@ static void test_hand_off_after_starving(void **state)
     (void)state;
     weft_pool *p = wt_pool(1);
     struct barge b = {.spinning = false};
-    weft_mutex_init(&b.m);
-    assert_int_equal(weft_mutex_lock(&b.m), 0);
-    weft_task *w = st_spawn(p, barge_waiter, &b);
-    st_await_parked(w); /* listed: its wait counts from here */
-    weft_task *sp = st_spawn(p, barge_spinner, &b);
-    while (!atomic_load(&b.spinning))
-        sched_yield();
+    weft_task *w, *sp;
     /* Woken into the busy worker's queue; this thread barges. */
-    assert_int_equal(weft_mutex_unlock(&b.m), 0);
-    assert_int_equal(weft_mutex_trylock(&b.m), 0);
+    barge_past_woken(p, &b, &w, &sp);
     /* The waiter has waited 2 ms when it runs (a wait for elapsed time,
      * which is the condition here), finds the mutex held, and lists
      * itself again, starving. */
